@@ -1,0 +1,61 @@
+/** createApp(deps): the whole HTTP API as a Hono app. It never listens; main.ts does. */
+import { Hono } from 'hono';
+import type { Config } from '../config.js';
+import type { Sql } from '../db/connect.js';
+import { migrationsApplied } from '../db/migrate.js';
+import { createBacklogGuard } from '../deliveries/backlog.js';
+import type { EndpointStore } from '../endpoints/store.js';
+import type { Logger } from '../log.js';
+import { bearerAuth } from './auth.js';
+import { deliveryRoutes } from './deliveries.js';
+import { endpointRoutes } from './endpoints.js';
+import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
+
+export interface AppDeps {
+  sql: Sql;
+  config: Config;
+  log: Logger;
+  adminToken: string;
+  endpoints: EndpointStore;
+  migrationCount: number;
+  /** Called after new deliveries are committed, to wake dispatchers. */
+  onEnqueued?: () => void;
+}
+
+export function createApp(deps: AppDeps) {
+  const app = new Hono();
+  app.onError(createErrorHandler(deps.log));
+  app.notFound(notFoundHandler);
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    const ready = await migrationsApplied(deps.sql, deps.migrationCount).catch(() => false);
+    return ready
+      ? c.json({ status: 'ready' })
+      : c.json(errorBody('not_ready', 'database unreachable or migrations not applied'), 503);
+  });
+
+  const v1 = new Hono();
+  v1.use('*', bearerAuth(deps.adminToken));
+  v1.route(
+    '/endpoints',
+    endpointRoutes({
+      endpoints: deps.endpoints,
+      allowPrivateTargets: deps.config.allowPrivateTargets,
+      secretGraceSeconds: deps.config.secretGraceSeconds,
+    }),
+  );
+  v1.route(
+    '/deliveries',
+    deliveryRoutes({
+      sql: deps.sql,
+      maxPayloadBytes: deps.config.maxPayloadBytes,
+      maxBatchBytes: deps.config.maxBatchBytes,
+      backlogLimit: deps.config.backlogLimit,
+      backlog: createBacklogGuard(deps.sql),
+      onEnqueued: deps.onEnqueued ?? (() => {}),
+    }),
+  );
+  app.route('/v1', v1);
+  return app;
+}

@@ -1,0 +1,72 @@
+/** Reading request bodies: size limit (413), media type (415), UTF-8 and JSON syntax (400). */
+import type { Context } from 'hono';
+import type { z } from 'zod';
+import { HttpError } from './errors.js';
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export interface JsonBody {
+  text: string;
+  value: unknown;
+}
+
+/** Reads and parses a JSON body of at most `maxBytes`, keeping its text for raw-byte extraction. */
+export async function readJsonBody(c: Context, maxBytes: number): Promise<JsonBody> {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      'request body must be JSON (Content-Type: application/json)',
+    );
+  }
+  const declared = Number(c.req.header('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) tooLarge(maxBytes);
+  const bytes = await readLimited(c.req.raw, maxBytes);
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    throw new HttpError(400, 'invalid_json', 'request body is not valid UTF-8');
+  }
+  try {
+    return { text, value: JSON.parse(text) };
+  } catch (error) {
+    throw new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function tooLarge(maxBytes: number): never {
+  throw new HttpError(413, 'payload_too_large', `request body is larger than ${maxBytes} bytes`);
+}
+
+/** Streams the body and stops at the limit, so an oversized upload never sits in memory whole. */
+async function readLimited(request: Request, maxBytes: number): Promise<Uint8Array> {
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Validates with a zod schema; the 400 names each offending field by its path. */
+export function validate<T>(schema: z.ZodType<T>, value: unknown, pathPrefix: (string | number)[] = []): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((issue) => ({
+    field: [...pathPrefix, ...issue.path].map(String).join('.') || '(body)',
+    message: issue.message,
+  }));
+  const first = issues[0]!;
+  throw new HttpError(400, 'validation_failed', `${first.field}: ${first.message}`, issues);
+}

@@ -1,0 +1,192 @@
+/** /v1/deliveries: enqueue (single, fan-out, batch), read one, list. */
+import { type Context, Hono } from 'hono';
+import { z } from 'zod';
+import type { Sql } from '../db/connect.js';
+import type { BacklogGuard } from '../deliveries/backlog.js';
+import { EnqueueError, type EnqueueItem, type EnqueueResult, enqueue } from '../deliveries/enqueue.js';
+import { DELIVERY_STATUSES, type DeliveryRow, getDelivery, listDeliveries } from '../deliveries/read.js';
+import { arrayElementSpans, objectMemberSpans, type Span } from '../util/raw-json.js';
+import { readJsonBody, validate } from './body.js';
+import { HttpError } from './errors.js';
+import { pageLimit } from './pagination.js';
+
+export const MAX_BATCH_ITEMS = 1000;
+/** Room for the envelope around the largest payload in a single-delivery request. */
+const ENVELOPE_BYTES = 64 * 1024;
+
+const idString = z.string().min(1).max(255);
+const itemSchema = z.strictObject({
+  endpoint_id: idString.optional(),
+  event_type: z.string().min(1).max(256),
+  payload: z.custom<unknown>((v) => v !== undefined, { message: 'is required' }),
+  event_id: idString.optional(),
+  ordering_key: idString.optional(),
+});
+const batchItemSchema = itemSchema.extend({ idempotency_key: idString.optional() });
+const batchSchema = z.strictObject({ items: z.array(z.unknown()).min(1).max(MAX_BATCH_ITEMS) });
+
+export interface DeliveryRoutesDeps {
+  sql: Sql;
+  maxPayloadBytes: number;
+  maxBatchBytes: number;
+  backlogLimit: number;
+  backlog: BacklogGuard;
+  onEnqueued: () => void;
+}
+
+export function deliveryJson(row: DeliveryRow) {
+  return { ...row };
+}
+
+function resultJson(result: EnqueueResult) {
+  return {
+    message_id: result.messageId,
+    duplicate: result.duplicate,
+    deliveries: result.deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpointId, status: d.status })),
+  };
+}
+
+function idempotencyHeader(c: Context): string | null {
+  const key = c.req.header('idempotency-key');
+  if (key === undefined) return null;
+  if (key.length === 0 || key.length > 255) {
+    throw new HttpError(400, 'validation_failed', 'Idempotency-Key: must be 1 to 255 characters');
+  }
+  return key;
+}
+
+/** Validates one item and cuts its payload out of the request text, byte for byte. */
+function toItem(
+  text: string,
+  value: unknown,
+  span: Span,
+  maxPayloadBytes: number,
+  idempotencyKey: string | null,
+  path: (string | number)[],
+  batch: boolean,
+): EnqueueItem {
+  const item = validate(batch ? batchItemSchema : itemSchema, value, path);
+  const payloadSpan = objectMemberSpans(text, span.start).get('payload')!;
+  const payload = Buffer.from(text.slice(payloadSpan.start, payloadSpan.end), 'utf8');
+  if (payload.length > maxPayloadBytes) {
+    throw new HttpError(
+      413,
+      'payload_too_large',
+      `${[...path, 'payload'].join('.')}: ${payload.length} bytes is over the ${maxPayloadBytes}-byte limit`,
+      batch ? { index: path[1] } : undefined,
+    );
+  }
+  return {
+    endpointId: item.endpoint_id ?? null,
+    eventType: item.event_type,
+    eventId: item.event_id ?? null,
+    orderingKey: item.ordering_key ?? null,
+    idempotencyKey:
+      ('idempotency_key' in item ? (item.idempotency_key as string | undefined) : undefined) ??
+      idempotencyKey,
+    payload,
+  };
+}
+
+export function deliveryRoutes(deps: DeliveryRoutesDeps) {
+  const app = new Hono();
+
+  async function checkBacklog() {
+    const due = await deps.backlog.dueCount();
+    if (due > deps.backlogLimit) {
+      throw new HttpError(503, 'backlog_full', `${due} deliveries are waiting; try again later`, undefined, {
+        'retry-after': '5',
+      });
+    }
+  }
+
+  async function run(items: EnqueueItem[], batch: boolean) {
+    try {
+      const results = await enqueue(deps.sql, 'admin', items);
+      if (results.some((r) => !r.duplicate && r.deliveries.length > 0)) deps.onEnqueued();
+      return results;
+    } catch (error) {
+      if (!(error instanceof EnqueueError)) throw error;
+      const details = batch ? { index: error.index } : undefined;
+      if (error.kind === 'endpoint_not_found')
+        throw new HttpError(404, 'endpoint_not_found', error.message, details);
+      throw new HttpError(409, 'idempotency_conflict', error.message, details);
+    }
+  }
+
+  app.post('/', async (c) => {
+    const key = idempotencyHeader(c);
+    const { text, value } = await readJsonBody(c, deps.maxPayloadBytes + ENVELOPE_BYTES);
+    const span = { start: 0, end: text.length };
+    const item = toItem(
+      text,
+      value,
+      { ...span, start: text.search(/\S/) },
+      deps.maxPayloadBytes,
+      key,
+      [],
+      false,
+    );
+    await checkBacklog();
+    const [result] = await run([item], false);
+    return c.json(resultJson(result!), result!.duplicate ? 200 : 202);
+  });
+
+  app.post('/batch', async (c) => {
+    const key = idempotencyHeader(c);
+    const { text, value } = await readJsonBody(c, deps.maxBatchBytes);
+    const body = validate(batchSchema, value);
+    const itemsSpan = objectMemberSpans(text).get('items')!;
+    const spans = arrayElementSpans(text, itemsSpan.start);
+    // A batch-level Idempotency-Key gives each item the key "<key>:<index>", so retrying the
+    // same batch returns the same ids.
+    const items = body.items.map((raw, index) =>
+      toItem(
+        text,
+        raw,
+        spans[index]!,
+        deps.maxPayloadBytes,
+        key === null ? null : `${key}:${index}`,
+        ['items', index],
+        true,
+      ),
+    );
+    await checkBacklog();
+    const results = await run(items, true);
+    const allDuplicates = results.every((r) => r.duplicate);
+    return c.json({ results: results.map(resultJson) }, allDuplicates ? 200 : 202);
+  });
+
+  app.get('/', async (c) => {
+    const status = c.req.query('status');
+    if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
+      throw new HttpError(400, 'validation_failed', `status: must be one of ${DELIVERY_STATUSES.join(', ')}`);
+    }
+    const limit = pageLimit(c.req.query('limit'));
+    const rows = await listDeliveries(deps.sql, {
+      status: status as DeliveryRow['status'] | undefined,
+      endpointId: c.req.query('endpoint_id'),
+      cursor: c.req.query('cursor'),
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return c.json({
+      data: page.map(deliveryJson),
+      next_cursor: rows.length > limit ? page.at(-1)!.id : null,
+    });
+  });
+
+  app.get('/:id', async (c) => {
+    const found = await getDelivery(deps.sql, c.req.param('id'));
+    if (!found) throw new HttpError(404, 'delivery_not_found', `delivery ${c.req.param('id')} not found`);
+    let payload: unknown;
+    try {
+      payload = JSON.parse(found.payload.toString('utf8'));
+    } catch {
+      payload = null;
+    }
+    return c.json({ ...deliveryJson(found.delivery), payload, attempts: found.attempts });
+  });
+
+  return app;
+}

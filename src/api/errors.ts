@@ -1,0 +1,48 @@
+/** The contract's error format: {"error": {"code", "message", "details"?}} with the right status. */
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from '../log.js';
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export function errorBody(code: string, message: string, details?: unknown) {
+  return { error: details === undefined ? { code, message } : { code, message, details } };
+}
+
+/** Hono onError: HttpError as-is; anything else is a 500 that reveals nothing about the inside. */
+export function createErrorHandler(log: Logger) {
+  return (error: Error, c: Context) => {
+    if (error instanceof HttpError) {
+      for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
+      return c.json(errorBody(error.code, error.message, error.details), error.status);
+    }
+    // Class, SQLSTATE and message only: never the error object, whose fields (a query's
+    // parameters, a PostgreSQL `detail`) can quote payloads or secrets.
+    const sqlState = (error as { code?: unknown }).code;
+    log.error(
+      {
+        route: c.req.routePath,
+        method: c.req.method,
+        errorName: error.name,
+        sqlState,
+        message: error.message,
+      },
+      'unhandled error',
+    );
+    return c.json(errorBody('internal_error', 'internal error'), 500);
+  };
+}
+
+export function notFoundHandler(c: Context) {
+  return c.json(errorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404);
+}

@@ -1,0 +1,139 @@
+/**
+ * Configuration: the only module that reads the environment. Every tunable is parsed and
+ * validated once at start; a bad value throws a ConfigError naming the variable, so the
+ * process stops before it serves anything.
+ */
+import path from 'node:path';
+
+export class ConfigError extends Error {}
+
+export interface Config {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  port: number;
+  host: string;
+  adminToken: string | undefined;
+  allowPrivateTargets: boolean;
+  secretKey: string | undefined;
+  production: boolean;
+  dispatchConcurrency: number;
+  maxPayloadBytes: number;
+  maxBatchBytes: number;
+  logLevel: string;
+  retryBaseSeconds: number;
+  retryCapSeconds: number;
+  maxAttempts: number;
+  retryAfterMaxSeconds: number;
+  requestTimeoutMs: number;
+  responseSnippetBytes: number;
+  leaseSeconds: number;
+  claimBatchSize: number;
+  pollIntervalMs: number;
+  breakerThreshold: number;
+  breakerCooldownSeconds: number;
+  breakerMaxCooldownSeconds: number;
+  disableAfterSeconds: number;
+  backlogLimit: number;
+  secretGraceSeconds: number;
+  shutdownTimeoutMs: number;
+  embeddedPort: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function fail(name: string, value: string, expected: string): never {
+  throw new ConfigError(`${name}=${JSON.stringify(value)} is invalid: expected ${expected}`);
+}
+
+function numberVar(env: Env, name: string, fallback: number, opts: { min?: number; integer?: boolean } = {}) {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  const min = opts.min ?? 0;
+  if (!Number.isFinite(value) || value < min || (opts.integer && !Number.isInteger(value))) {
+    fail(name, raw, `${opts.integer ? 'an integer' : 'a number'} >= ${min}`);
+  }
+  return value;
+}
+
+function boolVar(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const normalized = raw.trim().toLowerCase();
+  if (['true', '1', 'yes'].includes(normalized)) return true;
+  if (['false', '0', 'no'].includes(normalized)) return false;
+  return fail(name, raw, 'true or false');
+}
+
+function stringVar(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === '' ? undefined : raw;
+}
+
+/** Parses and validates the whole configuration; throws ConfigError on the first bad value. */
+export function loadConfig(env: Env = process.env): Config {
+  const production = env.NODE_ENV === 'production';
+  const databaseUrl = stringVar(env, 'DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    fail('DATABASE_URL', '<redacted>', 'a postgres:// or postgresql:// URL');
+  }
+  const secretKey = stringVar(env, 'HOOKPOST_SECRET_KEY');
+  if (production && secretKey === undefined) {
+    throw new ConfigError('HOOKPOST_SECRET_KEY is required when NODE_ENV=production');
+  }
+  if (secretKey !== undefined && secretKey.length < 16) {
+    throw new ConfigError('HOOKPOST_SECRET_KEY is invalid: expected at least 16 characters');
+  }
+  const adminToken = stringVar(env, 'HOOKPOST_ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError('HOOKPOST_ADMIN_TOKEN is invalid: expected at least 16 characters');
+  }
+  const logLevel = (stringVar(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) fail('LOG_LEVEL', logLevel, LOG_LEVELS.join(', '));
+
+  const config: Config = {
+    databaseUrl,
+    dataDir: path.resolve(stringVar(env, 'HOOKPOST_DATA_DIR') ?? '.hookpost'),
+    port: numberVar(env, 'PORT', 8080, { integer: true }),
+    host: stringVar(env, 'HOST') ?? '127.0.0.1',
+    adminToken,
+    allowPrivateTargets: boolVar(env, 'HOOKPOST_ALLOW_PRIVATE_TARGETS', false),
+    secretKey,
+    production,
+    dispatchConcurrency: numberVar(env, 'HOOKPOST_DISPATCH_CONCURRENCY', 256, { min: 1, integer: true }),
+    maxPayloadBytes: numberVar(env, 'HOOKPOST_MAX_PAYLOAD_BYTES', 262144, { min: 1, integer: true }),
+    maxBatchBytes: numberVar(env, 'HOOKPOST_MAX_BATCH_BYTES', 32 * 1024 * 1024, { min: 1024, integer: true }),
+    logLevel,
+    retryBaseSeconds: numberVar(env, 'HOOKPOST_RETRY_BASE_SECONDS', 30),
+    retryCapSeconds: numberVar(env, 'HOOKPOST_RETRY_CAP_SECONDS', 3600),
+    maxAttempts: numberVar(env, 'HOOKPOST_MAX_ATTEMPTS', 8, { min: 1, integer: true }),
+    retryAfterMaxSeconds: numberVar(env, 'HOOKPOST_RETRY_AFTER_MAX_SECONDS', 3600),
+    requestTimeoutMs: numberVar(env, 'HOOKPOST_REQUEST_TIMEOUT_MS', 15000, { min: 1 }),
+    responseSnippetBytes: numberVar(env, 'HOOKPOST_RESPONSE_SNIPPET_BYTES', 1024, { integer: true }),
+    leaseSeconds: numberVar(env, 'HOOKPOST_LEASE_SECONDS', 60, { min: 0.01 }),
+    claimBatchSize: numberVar(env, 'HOOKPOST_CLAIM_BATCH_SIZE', 500, { min: 1, integer: true }),
+    pollIntervalMs: numberVar(env, 'HOOKPOST_POLL_INTERVAL_MS', 1000, { min: 1 }),
+    breakerThreshold: numberVar(env, 'HOOKPOST_BREAKER_THRESHOLD', 10, { min: 1, integer: true }),
+    breakerCooldownSeconds: numberVar(env, 'HOOKPOST_BREAKER_COOLDOWN_SECONDS', 300),
+    breakerMaxCooldownSeconds: numberVar(env, 'HOOKPOST_BREAKER_MAX_COOLDOWN_SECONDS', 3600),
+    disableAfterSeconds: numberVar(env, 'HOOKPOST_DISABLE_AFTER_SECONDS', 432000),
+    backlogLimit: numberVar(env, 'HOOKPOST_BACKLOG_LIMIT', 1_000_000, { min: 1, integer: true }),
+    secretGraceSeconds: numberVar(env, 'HOOKPOST_SECRET_GRACE_SECONDS', 86400),
+    shutdownTimeoutMs: numberVar(env, 'HOOKPOST_SHUTDOWN_TIMEOUT_MS', 20000, { min: 0 }),
+    embeddedPort: numberVar(env, 'HOOKPOST_EMBEDDED_PG_PORT', 54329, { min: 1, integer: true }),
+  };
+  if (config.retryCapSeconds < config.retryBaseSeconds) {
+    throw new ConfigError('HOOKPOST_RETRY_CAP_SECONDS must be >= HOOKPOST_RETRY_BASE_SECONDS');
+  }
+  if (config.breakerMaxCooldownSeconds < config.breakerCooldownSeconds) {
+    throw new ConfigError(
+      'HOOKPOST_BREAKER_MAX_COOLDOWN_SECONDS must be >= HOOKPOST_BREAKER_COOLDOWN_SECONDS',
+    );
+  }
+  if (config.leaseSeconds * 1000 <= config.requestTimeoutMs) {
+    throw new ConfigError('HOOKPOST_LEASE_SECONDS must be longer than HOOKPOST_REQUEST_TIMEOUT_MS');
+  }
+  return config;
+}

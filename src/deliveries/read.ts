@@ -1,0 +1,83 @@
+/** Reading deliveries for the API: one with its attempts, or a keyset-paginated list. */
+import type { Sql } from '../db/connect.js';
+
+export const DELIVERY_STATUSES = [
+  'pending',
+  'in_flight',
+  'delivered',
+  'failed',
+  'dead_letter',
+  'cancelled',
+] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface DeliveryRow {
+  id: string;
+  message_id: string;
+  endpoint_id: string;
+  event_type: string;
+  event_id: string | null;
+  status: DeliveryStatus;
+  attempt_count: number;
+  next_attempt_at: Date;
+  last_status_code: number | null;
+  last_error_class: string | null;
+  last_error: string | null;
+  last_duration_ms: number | null;
+  created_at: Date;
+  updated_at: Date;
+  delivered_at: Date | null;
+  dead_at: Date | null;
+}
+
+export interface AttemptRow {
+  attempt: number;
+  started_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  outcome: string;
+  error_class: string | null;
+  error: string | null;
+  response_snippet: string | null;
+}
+
+const DELIVERY_COLUMNS = `d.id, d.message_id, d.endpoint_id, m.event_type, m.event_id, d.status, d.attempt_count,
+  d.next_attempt_at, d.last_status_code, d.last_error_class, d.last_error, d.last_duration_ms,
+  d.created_at, d.updated_at, d.delivered_at, d.dead_at`;
+
+/** The delivery, its payload bytes and every attempt in order; undefined when unknown. */
+export async function getDelivery(
+  sql: Sql,
+  id: string,
+): Promise<{ delivery: DeliveryRow; payload: Buffer; attempts: AttemptRow[] } | undefined> {
+  const [row] = await sql<(DeliveryRow & { payload: Buffer })[]>`
+    SELECT ${sql.unsafe(DELIVERY_COLUMNS)}, m.payload
+    FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE d.id = ${id}`;
+  if (!row) return undefined;
+  const attempts = await sql<AttemptRow[]>`
+    SELECT attempt, started_at, duration_ms, status_code, outcome, error_class, error, response_snippet
+    FROM delivery_attempts WHERE delivery_id = ${id} ORDER BY attempt, started_at`;
+  const { payload, ...delivery } = row;
+  return { delivery, payload, attempts };
+}
+
+export interface ListFilter {
+  status?: DeliveryStatus | undefined;
+  endpointId?: string | undefined;
+  limit: number;
+  /** The last id of the previous page; pages go newest first. */
+  cursor?: string | undefined;
+}
+
+/** Newest first by id (ids are time-ordered), so the cursor is simply the last id seen. */
+export async function listDeliveries(sql: Sql, filter: ListFilter): Promise<DeliveryRow[]> {
+  return sql<DeliveryRow[]>`
+    SELECT ${sql.unsafe(DELIVERY_COLUMNS)}
+    FROM deliveries d JOIN messages m ON m.id = d.message_id
+    WHERE true
+      ${filter.status ? sql`AND d.status = ${filter.status}` : sql``}
+      ${filter.endpointId ? sql`AND d.endpoint_id = ${filter.endpointId}` : sql``}
+      ${filter.cursor ? sql`AND d.id < ${filter.cursor}` : sql``}
+    ORDER BY d.id DESC
+    LIMIT ${filter.limit}`;
+}

@@ -1,0 +1,38 @@
+/**
+ * Waking dispatchers when new work is committed. NOTIFY is cheap but serialises commits on a
+ * global lock, so producers send at most one per interval (trailing-edge debounce) instead
+ * of one per row or request; dispatchers also poll slowly as a safety net.
+ */
+import type { Sql } from '../db/connect.js';
+
+export const WAKEUP_CHANNEL = 'hookpost_work';
+
+export interface Waker {
+  /** Asks for a wake-up notification soon; calls within one interval share one NOTIFY. */
+  poke(): void;
+  close(): void;
+}
+
+export function createWaker(sql: Sql, intervalMs = 5): Waker {
+  let timer: NodeJS.Timeout | undefined;
+  let lastSent = 0;
+  const send = () => {
+    timer = undefined;
+    lastSent = Date.now();
+    sql`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`.catch(() => {
+      // Best effort: the dispatchers' poll picks the work up anyway.
+    });
+  };
+  return {
+    poke() {
+      if (timer) return;
+      const wait = Math.max(0, lastSent + intervalMs - Date.now());
+      if (wait === 0) send();
+      else timer = setTimeout(send, wait);
+    },
+    close() {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}

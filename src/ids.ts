@@ -1,0 +1,7 @@
+/** Time-ordered public ids, the same format as the SQL function hookpost_id() (sql/0001_init.sql). */
+import { randomBytes } from 'node:crypto';
+
+/** `prefix` + 12 hex digits of Unix milliseconds + 20 random hex digits. */
+export function newId(prefix: string, now = Date.now()): string {
+  return prefix + now.toString(16).padStart(12, '0') + randomBytes(10).toString('hex');
+}

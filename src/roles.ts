@@ -1,0 +1,88 @@
+/**
+ * Running hookpost's long-lived roles (API, dispatcher) in this process, and shutting them down
+ * in order on SIGINT/SIGTERM: stop accepting, drain, close the pool, stop the embedded database.
+ */
+import { serve } from '@hono/node-server';
+import { resolveAdminToken } from './admin-token.js';
+import { createApp } from './api/app.js';
+import { printBanner } from './banner.js';
+import type { Config } from './config.js';
+import { connect } from './db/connect.js';
+import { openDatabase } from './db/database.js';
+import { migrate, readMigrations } from './db/migrate.js';
+import { createWaker } from './deliveries/wakeup.js';
+import { createSecretBox } from './endpoints/secrets.js';
+import { EndpointStore } from './endpoints/store.js';
+import type { Logger } from './log.js';
+
+export interface RoleOptions {
+  api: boolean;
+  dispatcher: boolean;
+}
+
+type Closer = () => Promise<void>;
+
+export async function runRoles(config: Config, log: Logger, roles: RoleOptions): Promise<number> {
+  const closers: Closer[] = [];
+  const database = await openDatabase(config, log);
+  closers.unshift(() => database.stop());
+  const sql = connect(database.url, { max: 20, applicationName: 'hookpost-api' });
+  closers.unshift(() => sql.end({ timeout: 5 }));
+
+  const applied = await migrate(sql);
+  if (applied.length > 0) log.info({ applied }, 'migrations applied');
+  const migrationCount = (await readMigrations()).length;
+  const secrets = createSecretBox(config.secretKey);
+  if (!config.secretKey) log.warn('HOOKPOST_SECRET_KEY is not set: endpoint secrets are stored unencrypted');
+
+  if (roles.api) {
+    const admin = await resolveAdminToken(config.adminToken, config.dataDir);
+    const waker = createWaker(sql);
+    closers.unshift(async () => waker.close());
+    const app = createApp({
+      sql,
+      config,
+      log,
+      adminToken: admin.token,
+      endpoints: new EndpointStore(sql, secrets),
+      migrationCount,
+      onEnqueued: () => waker.poke(),
+    });
+    const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
+      s.once('error', reject);
+    });
+    closers.unshift(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+        }),
+    );
+    printBanner(config, admin);
+  }
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      let code = 0;
+      for (const close of closers) {
+        try {
+          await close();
+        } catch (error) {
+          code = 1;
+          log.error(
+            { errorName: (error as Error).name, message: (error as Error).message },
+            'shutdown step failed',
+          );
+        }
+      }
+      resolve(code);
+    };
+    process.once('SIGINT', () => void stop('SIGINT'));
+    process.once('SIGTERM', () => void stop('SIGTERM'));
+  });
+}

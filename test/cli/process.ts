@@ -1,0 +1,63 @@
+/** Starting real hookpost processes for end-to-end tests. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../bin/hookpost.js');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.once('error', reject);
+  });
+}
+
+export interface HookpostProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves when the output contains `text`. */
+  waitForOutput(text: string | RegExp, timeoutMs?: number): Promise<string>;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/** Runs `hookpost <args>` with exactly the given environment (plus PATH). */
+export function runHookpost(args: string[], env: Record<string, string>): HookpostProcess {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    exited,
+    async waitForOutput(text, timeoutMs = 30000) {
+      const deadline = Date.now() + timeoutMs;
+      const matches = () => (typeof text === 'string' ? out.includes(text) : text.test(out));
+      while (!matches()) {
+        if (child.exitCode !== null) throw new Error(`hookpost exited (${child.exitCode}):\n${out}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${String(text)}:\n${out}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      return out;
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}

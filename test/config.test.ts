@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('loadConfig', () => {
+  it('has the contract defaults', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 8080);
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.allowPrivateTargets, false);
+    assert.equal(c.maxPayloadBytes, 262144);
+    assert.equal(c.retryBaseSeconds, 30);
+    assert.equal(c.retryCapSeconds, 3600);
+    assert.equal(c.maxAttempts, 8);
+    assert.equal(c.requestTimeoutMs, 15000);
+    assert.equal(c.leaseSeconds, 60);
+    assert.equal(c.breakerThreshold, 10);
+    assert.equal(c.breakerCooldownSeconds, 300);
+    assert.equal(c.breakerMaxCooldownSeconds, 3600);
+    assert.equal(c.disableAfterSeconds, 432000);
+    assert.equal(c.backlogLimit, 1_000_000);
+    assert.equal(c.secretGraceSeconds, 86400);
+    assert.equal(c.databaseUrl, undefined);
+  });
+
+  it('accepts fractional durations', () => {
+    const c = loadConfig({ HOOKPOST_RETRY_BASE_SECONDS: '0.05', HOOKPOST_RETRY_CAP_SECONDS: '0.2' });
+    assert.equal(c.retryBaseSeconds, 0.05);
+  });
+
+  it('names the variable in the error for a bad value', () => {
+    const cases: Record<string, string> = {
+      PORT: 'eighty',
+      HOOKPOST_MAX_ATTEMPTS: '2.5',
+      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'maybe',
+      HOOKPOST_DISPATCH_CONCURRENCY: '0',
+      LOG_LEVEL: 'loud',
+      DATABASE_URL: 'mysql://x',
+    };
+    for (const [name, value] of Object.entries(cases)) {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (e: Error) => e instanceof ConfigError && e.message.includes(name),
+      );
+    }
+  });
+
+  it('requires HOOKPOST_SECRET_KEY in production', () => {
+    assert.throws(() => loadConfig({ NODE_ENV: 'production' }), /HOOKPOST_SECRET_KEY/);
+    assert.equal(
+      loadConfig({ NODE_ENV: 'production', HOOKPOST_SECRET_KEY: 'k'.repeat(32) }).production,
+      true,
+    );
+  });
+});

@@ -1,0 +1,121 @@
+/** Shared test plumbing: a fresh database per test file, a test config, an app, local receivers. */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../src/api/app.js';
+import { type Config, loadConfig } from '../src/config.js';
+import { connect, type Sql } from '../src/db/connect.js';
+import { migrate, readMigrations } from '../src/db/migrate.js';
+import { createSecretBox } from '../src/endpoints/secrets.js';
+import { EndpointStore } from '../src/endpoints/store.js';
+import { createLogger } from '../src/log.js';
+
+export const TOKEN = 'test-admin-token-0123456789';
+
+function adminUrl(): string {
+  const url = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
+  if (!url) throw new Error('run tests with `npm test` (it provides TEST_DATABASE_URL)');
+  return url;
+}
+
+export interface TestDatabase {
+  url: string;
+  sql: Sql;
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database for one test file, migrated, and a pool connected to it. */
+export async function createTestDatabase(migrated = true): Promise<TestDatabase> {
+  const name = `hp_test_${randomBytes(6).toString('hex')}`;
+  const admin = connect(adminUrl(), { max: 1 });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl());
+  url.pathname = `/${name}`;
+  const sql = connect(url.toString(), { max: 20 });
+  if (migrated) await migrate(sql);
+  return {
+    url: url.toString(),
+    sql,
+    async drop() {
+      await sql.end({ timeout: 5 });
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end({ timeout: 5 });
+    },
+  };
+}
+
+/** A config as the process would load it, with test-friendly overrides. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({ HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'silent', ...env });
+}
+
+/** A Response whose JSON tests read freely: the assertions check the shape. */
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by assertions
+export type TestResponse = Omit<Response, 'json'> & { json(): Promise<any> };
+
+/** The Hono app over a test database, plus helpers that send authorised JSON requests. */
+export async function createTestApp(db: TestDatabase, env: Record<string, string> = {}) {
+  const config = testConfig(env);
+  const log = createLogger('silent');
+  const app = createApp({
+    sql: db.sql,
+    config,
+    log,
+    adminToken: TOKEN,
+    endpoints: new EndpointStore(db.sql, createSecretBox(config.secretKey)),
+    migrationCount: (await readMigrations()).length,
+  });
+  const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    app.request(path, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    }) as Promise<TestResponse>;
+  const request = (path: string, init?: RequestInit) => app.request(path, init) as Promise<TestResponse>;
+  return { app, config, send, request };
+}
+
+export interface Receiver {
+  url: string;
+  requests: { headers: http.IncomingHttpHeaders; body: Buffer; at: number }[];
+  close(): Promise<void>;
+}
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void;
+
+/** A real HTTP server on 127.0.0.1 that records what it receives; answers 200 unless told otherwise. */
+export async function startReceiver(handler?: Handler): Promise<Receiver> {
+  const requests: Receiver['requests'] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      requests.push({ headers: req.headers, body, at: Date.now() });
+      if (handler) handler(req, res, body);
+      else res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws `what`). */
+export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 20000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
