@@ -12,6 +12,7 @@ const USAGE = `Usage: hookpost <command> [options]
 Commands:
   start         API and dispatcher in one process (what \`npm start\` runs)
   api           the HTTP API alone
+  dispatcher    the delivery workers alone (run as many as you like against one database)
   migrate       apply database migrations and exit
 
 Options:
@@ -45,6 +46,8 @@ export async function main(argv: string[]): Promise<number> {
         return await runRoles(config, log, { api: true, dispatcher: true });
       case 'api':
         return await runRoles(config, log, { api: true, dispatcher: false });
+      case 'dispatcher':
+        return await runRoles(config, log, { api: false, dispatcher: true });
       case 'migrate': {
         const database = await openDatabase(config, log);
         const sql = connect(database.url, { max: 2 });

@@ -11,9 +11,11 @@ import { connect } from './db/connect.js';
 import { openDatabase } from './db/database.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { createWaker } from './deliveries/wakeup.js';
+import { Dispatcher } from './dispatch/dispatcher.js';
 import { createSecretBox } from './endpoints/secrets.js';
 import { EndpointStore } from './endpoints/store.js';
 import type { Logger } from './log.js';
+import { VERSION } from './version.js';
 
 export interface RoleOptions {
   api: boolean;
@@ -34,6 +36,28 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
   const migrationCount = (await readMigrations()).length;
   const secrets = createSecretBox(config.secretKey);
   if (!config.secretKey) log.warn('HOOKPOST_SECRET_KEY is not set: endpoint secrets are stored unencrypted');
+
+  if (roles.dispatcher) {
+    // Dispatcher bookkeeping commits asynchronously: losing the last few claims or results in a
+    // PostgreSQL crash only means a delivery is sent again with the same webhook-id
+    // (at-least-once), and it saves a disk flush per batch. Enqueue stays synchronous.
+    const dispatchSql = connect(database.url, {
+      max: 8,
+      asyncCommit: true,
+      applicationName: 'hookpost-dispatcher',
+    });
+    const dispatcher = new Dispatcher({
+      sql: dispatchSql,
+      config,
+      log,
+      secrets,
+      userAgent: `hookpost/${VERSION}`,
+    });
+    await dispatcher.start();
+    closers.unshift(() => dispatchSql.end({ timeout: 5 }));
+    closers.unshift(() => dispatcher.stop());
+    log.info({ concurrency: config.dispatchConcurrency }, 'dispatcher started');
+  }
 
   if (roles.api) {
     const admin = await resolveAdminToken(config.adminToken, config.dataDir);

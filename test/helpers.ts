@@ -6,6 +6,7 @@ import { createApp } from '../src/api/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { connect, type Sql } from '../src/db/connect.js';
 import { migrate, readMigrations } from '../src/db/migrate.js';
+import { createWaker } from '../src/deliveries/wakeup.js';
 import { createSecretBox } from '../src/endpoints/secrets.js';
 import { EndpointStore } from '../src/endpoints/store.js';
 import { createLogger } from '../src/log.js';
@@ -57,6 +58,7 @@ export type TestResponse = Omit<Response, 'json'> & { json(): Promise<any> };
 export async function createTestApp(db: TestDatabase, env: Record<string, string> = {}) {
   const config = testConfig(env);
   const log = createLogger('silent');
+  const waker = createWaker(db.sql);
   const app = createApp({
     sql: db.sql,
     config,
@@ -64,6 +66,7 @@ export async function createTestApp(db: TestDatabase, env: Record<string, string
     adminToken: TOKEN,
     endpoints: new EndpointStore(db.sql, createSecretBox(config.secretKey)),
     migrationCount: (await readMigrations()).length,
+    onEnqueued: () => waker.poke(),
   });
   const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     app.request(path, {
@@ -118,4 +121,23 @@ export async function waitFor<T>(what: string, check: () => Promise<T> | T, time
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** A Dispatcher over the test database, with fast test timings unless overridden. */
+export async function startTestDispatcher(db: TestDatabase, env: Record<string, string> = {}) {
+  const { Dispatcher } = await import('../src/dispatch/dispatcher.js');
+  const config = testConfig({
+    HOOKPOST_RETRY_BASE_SECONDS: '0.01',
+    HOOKPOST_RETRY_CAP_SECONDS: '0.05',
+    ...env,
+  });
+  const dispatcher = new Dispatcher({
+    sql: db.sql,
+    config,
+    log: createLogger('silent'),
+    secrets: createSecretBox(config.secretKey),
+    userAgent: 'hookpost/test',
+  });
+  await dispatcher.start();
+  return dispatcher;
 }

@@ -95,19 +95,22 @@ export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]):
         RETURNING id, event_type, endpoint_id
       ),
       targets AS (
-        SELECT i.id AS message_id, i.endpoint_id FROM inserted i WHERE i.endpoint_id IS NOT NULL
+        SELECT i.id AS message_id, e.id AS endpoint_id, e.enabled FROM inserted i JOIN endpoints e
+          ON e.id = i.endpoint_id
         UNION ALL
-        SELECT i.id, e.id FROM inserted i JOIN endpoints e
+        SELECT i.id, e.id, true FROM inserted i JOIN endpoints e
           ON e.deleted_at IS NULL AND e.enabled AND e.event_types @> ARRAY[i.event_type]
         WHERE i.endpoint_id IS NULL
         UNION ALL
-        SELECT i.id, e.id FROM inserted i JOIN endpoints e
+        SELECT i.id, e.id, true FROM inserted i JOIN endpoints e
           ON e.deleted_at IS NULL AND e.enabled AND e.event_types = '{}'
         WHERE i.endpoint_id IS NULL
       ),
+      -- A disabled endpoint's deliveries are parked at 'infinity' until it is re-enabled.
       created AS (
-        INSERT INTO deliveries (id, message_id, endpoint_id)
-        SELECT hookpost_id('dlv_'), message_id, endpoint_id FROM targets
+        INSERT INTO deliveries (id, message_id, endpoint_id, next_attempt_at)
+        SELECT hookpost_id('dlv_'), message_id, endpoint_id, CASE WHEN enabled THEN now() ELSE 'infinity' END
+        FROM targets
         RETURNING id, message_id, endpoint_id, status
       )
       SELECT i.id AS message_id, c.id AS delivery_id, c.endpoint_id, c.status

@@ -141,6 +141,14 @@ export class EndpointStore {
             cooldown_seconds = NULL, probe_delivery_id = NULL, failing_since = NULL, updated_at = now()
           WHERE endpoint_id = ${id}`;
       }
+      // Disabled endpoints' queued deliveries are parked at 'infinity' (claims skip them cheaply)
+      // and released when the endpoint comes back; see deliveries/queue.ts.
+      if (reenabled || disabled) {
+        await tx`
+          UPDATE deliveries SET next_attempt_at = ${reenabled ? tx`now()` : tx`'infinity'`}, updated_at = now()
+          WHERE endpoint_id = ${id} AND status IN ('pending', 'failed')
+            AND ${reenabled ? tx`next_attempt_at = 'infinity'` : tx`true`}`;
+      }
       return toEndpoint(row!);
     });
   }

@@ -1,0 +1,189 @@
+/**
+ * The dispatcher's queries: claim, complete, release, reap. Each runs as one statement per
+ * batch, never inside a transaction that spans an HTTP call. Why each is shaped the way it is:
+ * docs/architecture.md ("Dispatch path").
+ */
+import type { Sql } from '../db/connect.js';
+
+export interface ClaimedDelivery {
+  id: string;
+  messageId: string;
+  endpointId: string;
+  attempt: number;
+  leaseToken: string;
+  createdAt: Date;
+  payload: Buffer;
+}
+
+interface ClaimRow {
+  id: string;
+  message_id: string;
+  endpoint_id: string;
+  attempt_count: number;
+  lease_token: string;
+  created_at: Date;
+  payload: Buffer;
+}
+
+/**
+ * Claims up to `limit` due deliveries for this dispatcher: marks them in_flight with a fresh lease
+ * token and expiry, counts the attempt, and returns them with their payload — one statement.
+ * SKIP LOCKED lets concurrent dispatchers take disjoint rows without waiting on each other; the
+ * inner SELECT walks deliveries_due_idx in due order and stops at LIMIT. Disabled endpoints'
+ * rows are parked at next_attempt_at = 'infinity', so the join rarely filters anything.
+ */
+export async function claimDue(sql: Sql, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
+  const rows = await sql<ClaimRow[]>`
+    WITH picked AS (
+      SELECT d.id FROM deliveries d
+      JOIN endpoints e ON e.id = d.endpoint_id AND e.enabled
+      WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= now()
+      ORDER BY d.next_attempt_at
+      LIMIT ${limit}
+      FOR UPDATE OF d SKIP LOCKED
+    )
+    UPDATE deliveries d SET
+      status = 'in_flight',
+      lease_token = gen_random_uuid(),
+      lease_expires_at = now() + make_interval(secs => ${leaseSeconds}),
+      attempt_count = d.attempt_count + 1,
+      updated_at = now()
+    FROM picked, messages m
+    WHERE d.id = picked.id AND m.id = d.message_id
+    RETURNING d.id, d.message_id, d.endpoint_id, d.attempt_count, d.lease_token, d.created_at, m.payload`;
+  return rows.map((r) => ({
+    id: r.id,
+    messageId: r.message_id,
+    endpointId: r.endpoint_id,
+    attempt: r.attempt_count,
+    leaseToken: r.lease_token,
+    createdAt: r.created_at,
+    payload: r.payload,
+  }));
+}
+
+export interface CompletedAttempt {
+  deliveryId: string;
+  endpointId: string;
+  leaseToken: string;
+  attempt: number;
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  outcome: 'success' | 'retryable' | 'permanent';
+  errorClass: string | null;
+  error: string | null;
+  snippet: string | null;
+  /** The delivery's new status and, for `failed`, how long until the next attempt. */
+  status: 'delivered' | 'failed' | 'dead_letter';
+  delayMs: number;
+}
+
+/**
+ * Writes a batch of attempt results: updates the deliveries still owned by the caller's lease
+ * (a late finisher whose lease was taken over changes nothing) and appends every attempt to the
+ * log, in one statement. Returns the ids whose update took effect.
+ */
+export async function completeAttempts(sql: Sql, results: CompletedAttempt[]): Promise<Set<string>> {
+  if (results.length === 0) return new Set();
+  const col = <K extends keyof CompletedAttempt>(key: K) => results.map((r) => r[key]);
+  const rows = await sql<{ id: string }[]>`
+    WITH r AS (
+      SELECT * FROM unnest(
+        ${col('deliveryId')}::text[], ${col('endpointId')}::text[], ${col('leaseToken')}::uuid[],
+        ${col('attempt')}::int[], ${results.map((r) => r.startedAt.toISOString())}::timestamptz[], ${col('durationMs')}::int[],
+        ${col('statusCode')}::int[], ${col('outcome')}::text[], ${col('errorClass')}::text[],
+        ${col('error')}::text[], ${col('snippet')}::text[], ${col('status')}::text[], ${col('delayMs')}::float8[]
+      ) AS t(delivery_id, endpoint_id, lease_token, attempt, started_at, duration_ms, status_code, outcome,
+             error_class, error, snippet, status, delay_ms)
+    ),
+    logged AS (
+      INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, started_at, duration_ms, status_code,
+                                     outcome, error_class, error, response_snippet)
+      SELECT delivery_id, endpoint_id, attempt, started_at, duration_ms, status_code, outcome, error_class, error, snippet
+      FROM r
+    )
+    UPDATE deliveries d SET
+      status = r.status,
+      next_attempt_at = CASE WHEN r.status = 'failed' THEN now() + r.delay_ms * interval '1 millisecond'
+                             ELSE d.next_attempt_at END,
+      lease_token = NULL,
+      lease_expires_at = NULL,
+      last_status_code = r.status_code,
+      last_error_class = r.error_class,
+      last_error = r.error,
+      last_duration_ms = r.duration_ms,
+      delivered_at = CASE WHEN r.status = 'delivered' THEN now() END,
+      dead_at = CASE WHEN r.status = 'dead_letter' THEN now() END,
+      updated_at = now()
+    FROM r
+    WHERE d.id = r.delivery_id AND d.lease_token = r.lease_token AND d.status = 'in_flight'
+    RETURNING d.id`;
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Hands back claimed deliveries that were never sent (shutdown): the attempt is not charged and
+ * the row is due again at once for any dispatcher.
+ */
+export async function releaseClaims(sql: Sql, claims: { id: string; leaseToken: string }[]): Promise<number> {
+  if (claims.length === 0) return 0;
+  const rows = await sql`
+    UPDATE deliveries d SET
+      attempt_count = d.attempt_count - 1,
+      status = CASE WHEN d.attempt_count - 1 = 0 THEN 'pending' ELSE 'failed' END,
+      next_attempt_at = now(), lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM unnest(${claims.map((c) => c.id)}::text[], ${claims.map((c) => c.leaseToken)}::uuid[]) AS r(id, lease_token)
+    WHERE d.id = r.id AND d.lease_token = r.lease_token AND d.status = 'in_flight'
+    RETURNING d.id`;
+  return rows.length;
+}
+
+/**
+ * Returns deliveries whose lease ran out (their dispatcher died or stalled) to the queue. The
+ * claimed attempt stays counted, so a delivery that kills its dispatcher every time still ends
+ * in dead_letter instead of looping forever.
+ */
+export async function reapExpiredLeases(sql: Sql, maxAttempts: number, limit = 1000): Promise<number> {
+  const rows = await sql`
+    WITH expired AS (
+      SELECT id FROM deliveries
+      WHERE status = 'in_flight' AND lease_expires_at < now()
+      ORDER BY lease_expires_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE deliveries d SET
+      status = CASE WHEN d.attempt_count >= ${maxAttempts} THEN 'dead_letter' ELSE 'failed' END,
+      dead_at = CASE WHEN d.attempt_count >= ${maxAttempts} THEN now() END,
+      next_attempt_at = now(), lease_token = NULL, lease_expires_at = NULL,
+      last_error_class = 'lease_expired', last_error = 'dispatcher lease expired before a result was recorded',
+      updated_at = now()
+    FROM expired WHERE d.id = expired.id
+    RETURNING d.id`;
+  return rows.length;
+}
+
+/** When the next delivery becomes due (null when nothing is waiting), to sleep exactly that long. */
+export async function nextDueAt(sql: Sql): Promise<Date | null> {
+  const [row] = await sql<{ at: Date | null }[]>`
+    SELECT min(next_attempt_at) AS at FROM deliveries
+    WHERE status IN ('pending', 'failed') AND next_attempt_at < 'infinity'`;
+  return row?.at ?? null;
+}
+
+/**
+ * Disables endpoints (e.g. after 410 Gone) and parks their queued deliveries at 'infinity' so
+ * claims skip them cheaply; they are kept and resume when the endpoint is re-enabled.
+ */
+export async function disableEndpoints(sql: Sql, ids: string[], reason: string): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`
+    WITH disabled AS (
+      UPDATE endpoints SET enabled = false, disabled_reason = ${reason}, disabled_at = now(), updated_at = now()
+      WHERE id = ANY(${ids}::text[]) AND enabled
+      RETURNING id
+    )
+    UPDATE deliveries SET next_attempt_at = 'infinity', updated_at = now()
+    WHERE endpoint_id IN (SELECT id FROM disabled) AND status IN ('pending', 'failed')`;
+}

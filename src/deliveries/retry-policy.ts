@@ -1,0 +1,65 @@
+/**
+ * What happens after an attempt: a pure function of the attempt's outcome, the attempt number,
+ * the policy and a random source, so every branch is unit-tested without a database or a clock.
+ */
+
+export type AttemptOutcome =
+  | { kind: 'success'; statusCode: number }
+  | { kind: 'retryable'; statusCode?: number; errorClass: string; retryAfterSeconds?: number }
+  | { kind: 'permanent'; statusCode?: number; errorClass: string };
+
+export interface RetryPolicy {
+  baseSeconds: number;
+  capSeconds: number;
+  maxAttempts: number;
+  /** Upper bound on an honoured Retry-After, so a partner cannot park a delivery for a year. */
+  retryAfterMaxSeconds: number;
+}
+
+export type Decision =
+  | { status: 'delivered' }
+  | { status: 'failed'; delayMs: number }
+  | { status: 'dead_letter'; reason: string };
+
+/**
+ * Full jitter: random(0, min(cap, base·2^attempt)). `attempt` is the number of the attempt that
+ * just ended (1 for the first), so the first retry waits up to 2·base.
+ */
+export function backoffMs(attempt: number, policy: RetryPolicy, random: () => number): number {
+  const ceiling = Math.min(policy.capSeconds, policy.baseSeconds * 2 ** attempt);
+  return Math.round(random() * ceiling * 1000);
+}
+
+/** Decides the delivery's next state after attempt number `attempt`. */
+export function nextAttempt(
+  attempt: number,
+  outcome: AttemptOutcome,
+  policy: RetryPolicy,
+  random: () => number,
+): Decision {
+  if (outcome.kind === 'success') return { status: 'delivered' };
+  if (outcome.kind === 'permanent') return { status: 'dead_letter', reason: outcome.errorClass };
+  if (attempt >= policy.maxAttempts) return { status: 'dead_letter', reason: 'max_attempts_exhausted' };
+  let delayMs = backoffMs(attempt, policy, random);
+  if (outcome.retryAfterSeconds !== undefined) {
+    // The partner said when it can take more: wait at least that long, within our bound.
+    const asked = Math.min(outcome.retryAfterSeconds, policy.retryAfterMaxSeconds) * 1000;
+    delayMs = Math.max(delayMs, Math.round(asked));
+  }
+  return { status: 'failed', delayMs };
+}
+
+/** Parses Retry-After (delta seconds or an HTTP date) into seconds from `now`; undefined if unusable. */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed);
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, (date - now) / 1000);
+}
+
+/** HTTP statuses that are worth retrying: timeouts, too early, rate limited, server errors. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 425 || status === 429 || status >= 500;
+}

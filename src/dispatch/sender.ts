@@ -1,0 +1,209 @@
+/**
+ * One HTTP attempt with undici: keep-alive pools per origin, one deadline for the whole attempt
+ * (connect + headers + body), a capped response read, no redirects, and failures classified
+ * by undici's stable `err.code` rather than by message text.
+ */
+
+import type { LookupAddress } from 'node:dns';
+import dns from 'node:dns';
+import { Agent } from 'undici';
+import { type AttemptOutcome, isRetryableStatus, parseRetryAfter } from '../deliveries/retry-policy.js';
+import { isPrivateAddress } from '../endpoints/targets.js';
+
+export interface SendRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface SendResult {
+  outcome: AttemptOutcome;
+  durationMs: number;
+  /** The first bytes of the response body, for the attempt log. */
+  snippet: string | null;
+  /** A short, payload-free description of a failure. */
+  error: string | null;
+}
+
+export interface SenderOptions {
+  timeoutMs: number;
+  snippetBytes: number;
+  allowPrivateTargets: boolean;
+  /** Connections per origin; the dispatcher's concurrency bounds the total anyway. */
+  connectionsPerOrigin: number;
+  userAgent: string;
+}
+
+/** Past this many response bytes we stop reading and drop the connection. */
+const MAX_DRAIN_BYTES = 64 * 1024;
+
+class PrivateTargetError extends Error {
+  code = 'HOOKPOST_PRIVATE_TARGET';
+}
+
+/** dns.lookup that refuses private answers, so a public name cannot be pointed at the LAN. */
+function guardedLookup(
+  hostname: string,
+  options: dns.LookupOptions,
+  callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+) {
+  dns.lookup(hostname, { ...options }, (err, address, family) => {
+    if (err) return callback(err, '', 0);
+    const list = Array.isArray(address) ? address : [{ address, family }];
+    if (list.some((a) => isPrivateAddress(a.address))) {
+      return callback(new PrivateTargetError(`${hostname} resolves to a private address`), '', 0);
+    }
+    callback(null, address, family);
+  });
+}
+
+/** Maps an undici/Node error to a stable, payload-free class. */
+export function classifyError(error: unknown, timedOut: boolean, aborted: boolean): AttemptOutcome {
+  if (timedOut) return { kind: 'retryable', errorClass: 'timeout' };
+  if (aborted) return { kind: 'retryable', errorClass: 'shutdown' };
+  const code = (error as { code?: string }).code ?? '';
+  const cause = ((error as { cause?: { code?: string } }).cause?.code as string | undefined) ?? '';
+  const c = code || cause;
+  if (c === 'HOOKPOST_PRIVATE_TARGET' || cause === 'HOOKPOST_PRIVATE_TARGET') {
+    return { kind: 'permanent', errorClass: 'private_address_blocked' };
+  }
+  const classes: Record<string, string> = {
+    UND_ERR_CONNECT_TIMEOUT: 'connect_timeout',
+    UND_ERR_HEADERS_TIMEOUT: 'timeout',
+    UND_ERR_BODY_TIMEOUT: 'timeout',
+    UND_ERR_SOCKET: 'connection_reset',
+    UND_ERR_CLOSED: 'connection_reset',
+    ECONNRESET: 'connection_reset',
+    EPIPE: 'connection_reset',
+    ECONNREFUSED: 'connection_refused',
+    EHOSTUNREACH: 'host_unreachable',
+    ENETUNREACH: 'host_unreachable',
+    ENOTFOUND: 'dns_error',
+    EAI_AGAIN: 'dns_error',
+    ETIMEDOUT: 'connect_timeout',
+    UND_ERR_INFO: 'protocol_error',
+    HPE_INVALID_CONSTANT: 'protocol_error',
+  };
+  if (classes[c]) return { kind: 'retryable', errorClass: classes[c]! };
+  if (c.startsWith('ERR_TLS') || c.includes('CERT') || c.startsWith('ERR_SSL')) {
+    return { kind: 'retryable', errorClass: 'tls_error' };
+  }
+  if (c.startsWith('HPE_')) return { kind: 'retryable', errorClass: 'protocol_error' };
+  return { kind: 'retryable', errorClass: 'network_error' };
+}
+
+function outcomeForStatus(status: number, retryAfter: string | undefined): AttemptOutcome {
+  if (status >= 200 && status < 300) return { kind: 'success', statusCode: status };
+  if (isRetryableStatus(status)) {
+    const seconds = parseRetryAfter(retryAfter, Date.now());
+    return seconds === undefined
+      ? { kind: 'retryable', statusCode: status, errorClass: `http_${status}` }
+      : { kind: 'retryable', statusCode: status, errorClass: `http_${status}`, retryAfterSeconds: seconds };
+  }
+  if (status >= 300 && status < 400)
+    return { kind: 'permanent', statusCode: status, errorClass: 'redirect_not_followed' };
+  if (status === 410) return { kind: 'permanent', statusCode: status, errorClass: 'gone' };
+  return { kind: 'permanent', statusCode: status, errorClass: `http_${status}` };
+}
+
+export class Sender {
+  private readonly agent: Agent;
+
+  constructor(private readonly options: SenderOptions) {
+    this.agent = new Agent({
+      connections: options.connectionsPerOrigin,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect: {
+        timeout: options.timeoutMs,
+        ...(options.allowPrivateTargets ? {} : { lookup: guardedLookup as never }),
+      },
+    });
+  }
+
+  /** Sends one attempt. Never throws: every failure becomes an outcome. */
+  async send(request: SendRequest, shutdown: AbortSignal): Promise<SendResult> {
+    const started = performance.now();
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.options.timeoutMs);
+    const onShutdown = () => controller.abort();
+    shutdown.addEventListener('abort', onShutdown, { once: true });
+    try {
+      const url = new URL(request.url);
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      if (!this.options.allowPrivateTargets && (host === 'localhost' || isPrivateAddress(host))) {
+        return this.result(
+          started,
+          { kind: 'permanent', errorClass: 'private_address_blocked' },
+          null,
+          'private address',
+        );
+      }
+      const response = await this.agent.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: 'POST',
+        headers: { ...request.headers, 'user-agent': this.options.userAgent },
+        body: request.body,
+        signal: controller.signal,
+      });
+      const snippet = await this.readSnippet(response.body);
+      const retryAfter = response.headers['retry-after'];
+      const outcome = outcomeForStatus(
+        response.statusCode,
+        Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+      );
+      const error = outcome.kind === 'success' ? null : `HTTP ${response.statusCode}`;
+      return this.result(started, outcome, snippet, error);
+    } catch (error) {
+      const outcome = classifyError(error, timedOut, shutdown.aborted);
+      const errorClass = outcome.kind === 'success' ? '' : outcome.errorClass;
+      return this.result(started, outcome, null, errorClass);
+    } finally {
+      clearTimeout(timer);
+      shutdown.removeEventListener('abort', onShutdown);
+    }
+  }
+
+  /** Keeps the first bytes; drains small bodies so the connection is reused, drops huge or endless ones. */
+  private async readSnippet(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let total = 0;
+    try {
+      for await (const chunk of body) {
+        if (keptBytes < this.options.snippetBytes) {
+          const part = chunk.subarray(0, this.options.snippetBytes - keptBytes);
+          kept.push(part);
+          keptBytes += part.length;
+        }
+        total += chunk.length;
+        if (total > MAX_DRAIN_BYTES) break;
+      }
+    } catch {
+      // The deadline or a reset cut the body short: the status line already answered.
+    } finally {
+      if (total > MAX_DRAIN_BYTES) body.destroy();
+    }
+    return Buffer.concat(kept).toString('utf8');
+  }
+
+  private result(
+    started: number,
+    outcome: AttemptOutcome,
+    snippet: string | null,
+    error: string | null,
+  ): SendResult {
+    return { outcome, durationMs: Math.round(performance.now() - started), snippet, error };
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}

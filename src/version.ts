@@ -1,0 +1,6 @@
+/** hookpost's version, from package.json (sent as `user-agent: hookpost/<version>`). */
+import { readFileSync } from 'node:fs';
+
+export const VERSION: string = JSON.parse(
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+).version;
