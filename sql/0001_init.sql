@@ -60,20 +60,18 @@ CREATE UNIQUE INDEX messages_idempotency_key_uq ON messages (producer, idempoten
   WHERE idempotency_key IS NOT NULL;
 CREATE UNIQUE INDEX messages_event_id_uq ON messages (producer, event_id) WHERE event_id IS NOT NULL;
 
--- One row per message x endpoint: the queue and the delivery record at once.
--- fillfactor 80: every delivery is updated at least twice (claim, complete); leaving 20% of
--- each page free lets the new row version land on the same page, which keeps the heap dense
--- and the claim scan touching few pages.
+-- One row per message x endpoint: the delivery record (what the API shows). Its queue state
+-- lives in delivery_queue. No index here covers a column that completion changes (status,
+-- attempt_count, last_*), so the per-attempt update is a HOT update: no index entries, new row
+-- version on the same page, which fillfactor 80 keeps room for. `in_flight` is not stored
+-- here: a delivery is in flight while its delivery_queue row holds a lease.
 CREATE TABLE deliveries (
   id               text PRIMARY KEY,
   message_id       text NOT NULL REFERENCES messages (id),
   endpoint_id      text NOT NULL REFERENCES endpoints (id),
   status           text NOT NULL DEFAULT 'pending'
-                   CHECK (status IN ('pending', 'in_flight', 'delivered', 'failed', 'dead_letter', 'cancelled')),
+                   CHECK (status IN ('pending', 'delivered', 'failed', 'dead_letter', 'cancelled')),
   attempt_count    integer NOT NULL DEFAULT 0,
-  next_attempt_at  timestamptz NOT NULL DEFAULT now(),
-  lease_token      uuid,
-  lease_expires_at timestamptz,
   last_status_code integer,
   last_error_class text,
   last_error       text,
@@ -83,17 +81,31 @@ CREATE TABLE deliveries (
   delivered_at     timestamptz,
   dead_at          timestamptz
 ) WITH (fillfactor = 80);
--- The claim index: only rows that can become due are in it (pending, failed), so it stays
--- as small as the backlog however large the history grows; ordered by due time so the claim
--- reads the oldest due rows first and stops at LIMIT.
-CREATE INDEX deliveries_due_idx ON deliveries (next_attempt_at, id) WHERE status IN ('pending', 'failed');
--- The reaper's index: only leased rows.
-CREATE INDEX deliveries_lease_idx ON deliveries (lease_expires_at) WHERE status = 'in_flight';
 CREATE INDEX deliveries_message_idx ON deliveries (message_id);
 -- Listing and filtering per endpoint (API, replay, dead-letter analysis), newest first by id.
 CREATE INDEX deliveries_endpoint_idx ON deliveries (endpoint_id, id);
--- Dead letters are few and read by time window (analysis, bulk replay).
-CREATE INDEX deliveries_dead_idx ON deliveries (dead_at) WHERE status = 'dead_letter';
+-- Dead letters by time (analysis, bulk replay). Partial on dead_at, not on status: a delivered
+-- row keeps dead_at NULL, so its completion update stays HOT.
+CREATE INDEX deliveries_dead_at_idx ON deliveries (dead_at) WHERE dead_at IS NOT NULL;
+
+-- The work queue: one small row per delivery that still has to be sent, deleted when the
+-- delivery is settled. Claims and lease changes touch only this table, so the hot indexes stay
+-- as small as the backlog however large the history grows.
+CREATE TABLE delivery_queue (
+  delivery_id      text PRIMARY KEY,
+  endpoint_id      text NOT NULL,
+  message_id       text NOT NULL,
+  next_attempt_at  timestamptz NOT NULL DEFAULT now(),
+  attempt_count    integer NOT NULL DEFAULT 0,
+  lease_token      uuid,
+  lease_expires_at timestamptz
+) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000);
+-- The claim index: waiting rows in due order, so a claim reads the first N entries and stops.
+-- Disabled endpoints' rows are parked at 'infinity', at the far end.
+CREATE INDEX delivery_queue_due_idx ON delivery_queue (next_attempt_at) WHERE lease_expires_at IS NULL;
+-- The reaper's index: leased rows by expiry.
+CREATE INDEX delivery_queue_lease_idx ON delivery_queue (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+CREATE INDEX delivery_queue_endpoint_idx ON delivery_queue (endpoint_id);
 
 -- Append-only attempt log. No primary key and no foreign key on purpose: it can be turned
 -- into a table partitioned by started_at (dropping old partitions instead of DELETE) without

@@ -1,5 +1,6 @@
 /** CLI entry: `hookpost <command> [options]`. Exit codes: 0 success, 1 failure, 2 bad usage. */
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { runBench } from './bench/bench.js';
 import { ConfigError, loadConfig } from './config.js';
 import { connect } from './db/connect.js';
 import { openDatabase } from './db/database.js';
@@ -7,48 +8,109 @@ import { migrate } from './db/migrate.js';
 import { createLogger } from './log.js';
 import { runRoles } from './roles.js';
 
-const USAGE = `Usage: hookpost <command> [options]
+type Options = NonNullable<ParseArgsConfig['options']>;
 
-Commands:
-  start         API and dispatcher in one process (what \`npm start\` runs)
-  api           the HTTP API alone
-  dispatcher    the delivery workers alone (run as many as you like against one database)
-  migrate       apply database migrations and exit
+interface Command {
+  summary: string;
+  usage: string;
+  options: Options;
+}
 
-Options:
-  -h, --help    show help for a command
+const COMMANDS: Record<string, Command> = {
+  start: {
+    summary: 'API and dispatcher in one process (what `npm start` runs)',
+    usage: 'hookpost start',
+    options: {},
+  },
+  api: { summary: 'the HTTP API alone', usage: 'hookpost api', options: {} },
+  dispatcher: {
+    summary: 'the delivery workers alone (run as many as you like against one database)',
+    usage: 'hookpost dispatcher',
+    options: {},
+  },
+  migrate: { summary: 'apply database migrations and exit', usage: 'hookpost migrate', options: {} },
+  bench: {
+    summary: 'built-in load test: deliveries/s, lag, and the no-queue ceiling',
+    usage:
+      'hookpost bench [--n 20000] [--endpoints 10] [--payload-bytes 1024] [--rate R [--duration 10]]\n' +
+      '  --rate R      offer a steady R deliveries/s and report lag percentiles at that rate\n' +
+      '  --duration S  seconds of steady load with --rate (default 10)',
+    options: {
+      n: { type: 'string' },
+      endpoints: { type: 'string' },
+      'payload-bytes': { type: 'string' },
+      rate: { type: 'string' },
+      duration: { type: 'string' },
+    },
+  },
+};
 
-Configuration comes from the environment; see README.md ("Configuration").`;
+function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)}  ${c.summary}`);
+  return (
+    `Usage: hookpost <command> [options]\n\nCommands:\n${lines.join('\n')}\n\n` +
+    'Run `hookpost <command> --help` for its options. Configuration comes from the environment;\n' +
+    'see README.md ("Configuration").'
+  );
+}
 
 export class UsageError extends Error {}
 
+function positiveNumber(
+  values: Record<string, unknown>,
+  name: string,
+  fallback: number,
+  integer = true,
+): number {
+  const raw = values[name];
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+    throw new UsageError(
+      `--${name} must be a positive ${integer ? 'integer' : 'number'}, got ${String(raw)}`,
+    );
+  }
+  return value;
+}
+
 /** Runs one CLI command and returns its exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return command === undefined ? 2 : 0;
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+    process.stdout.write(`${usage()}\n`);
+    return name === undefined ? 2 : 0;
   }
   try {
+    const command = COMMANDS[name];
+    if (!command) throw new UsageError(`unknown command: ${name}`);
     const { values } = parseArgs({
       args: rest,
-      options: { help: { type: 'boolean', short: 'h' } },
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       strict: true,
-    });
+      allowPositionals: false,
+    }) as { values: Record<string, string | boolean | undefined> };
     if (values.help) {
-      process.stdout.write(`${USAGE}\n`);
+      process.stdout.write(`${command.usage}\n\n${command.summary}\n`);
       return 0;
     }
     const config = loadConfig();
     const log = createLogger(config.logLevel);
-    switch (command) {
+    switch (name) {
       case 'start':
         return await runRoles(config, log, { api: true, dispatcher: true });
       case 'api':
         return await runRoles(config, log, { api: true, dispatcher: false });
       case 'dispatcher':
         return await runRoles(config, log, { api: false, dispatcher: true });
-      case 'migrate': {
+      case 'bench':
+        return await runBench({ ...config, allowPrivateTargets: true }, createLogger('warn'), {
+          n: positiveNumber(values, 'n', 20000),
+          endpoints: positiveNumber(values, 'endpoints', 10),
+          payloadBytes: positiveNumber(values, 'payload-bytes', 1024),
+          rate: values.rate === undefined ? undefined : positiveNumber(values, 'rate', 0, false),
+          durationSeconds: positiveNumber(values, 'duration', 10, false),
+        });
+      default: {
         const database = await openDatabase(config, log);
         const sql = connect(database.url, { max: 2 });
         try {
@@ -62,12 +124,10 @@ export async function main(argv: string[]): Promise<number> {
           await database.stop();
         }
       }
-      default:
-        throw new UsageError(`unknown command: ${command}`);
     }
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`hookpost: ${(error as Error).message}\n\n${USAGE}\n`);
+      process.stderr.write(`hookpost: ${(error as Error).message}\n\n${usage()}\n`);
       return 2;
     }
     if (error instanceof ConfigError) {

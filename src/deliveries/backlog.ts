@@ -16,8 +16,8 @@ export function createBacklogGuard(sql: Sql, maxAgeMs = 1000): BacklogGuard {
   let inFlight: Promise<number> | undefined;
   const measure = async () => {
     const [row] = await sql<{ due: number }[]>`
-      SELECT count(*)::int AS due FROM deliveries
-      WHERE status IN ('pending', 'failed') AND next_attempt_at <= now()`;
+      SELECT count(*)::int AS due FROM delivery_queue
+      WHERE lease_expires_at IS NULL AND next_attempt_at <= now()`;
     value = row?.due ?? 0;
     measuredAt = Date.now();
     return value;

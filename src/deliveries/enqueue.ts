@@ -45,6 +45,21 @@ export function requestHash(item: EnqueueItem): Buffer {
   return createHash('sha256').update(head).update('\n').update(item.payload).digest();
 }
 
+/**
+ * All payloads as one bytea parameter plus offsets: postgres.js sends a Buffer as one native hex
+ * conversion, while a bytea[] is escaped element by element with regular expressions, which
+ * was a visible share of enqueue CPU for 1000 x 1 KB batches.
+ */
+function packPayloads(payloads: Buffer[]): { bytes: Buffer; offsets: number[]; lengths: number[] } {
+  const offsets: number[] = [];
+  let offset = 0;
+  for (const p of payloads) {
+    offsets.push(offset);
+    offset += p.length;
+  }
+  return { bytes: Buffer.concat(payloads), offsets, lengths: payloads.map((p) => p.length) };
+}
+
 /** PostgreSQL type oid of bytea, for postgres.js array parameters. */
 const BYTEA = 17;
 
@@ -71,20 +86,21 @@ export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]):
   await assertEndpointsExist(sql, items);
   const ids = items.map(() => newId('msg_'));
   const hashes = items.map(requestHash);
+  const packed = packPayloads(items.map((i) => i.payload));
   return sql.begin(async (tx) => {
     // One statement for the whole batch: messages, then their deliveries (one per target
     // endpoint, fan-out by event type when endpoint_id is absent). ON CONFLICT DO NOTHING
     // skips duplicates of an earlier request; a racing twin waits on the unique index.
     const created = await tx<CreatedRow[]>`
       WITH input AS (
-        SELECT * FROM unnest(
+        SELECT t.*, substring(${packed.bytes}::bytea FROM t.payload_offset + 1 FOR t.payload_length) AS payload
+        FROM unnest(
           ${ids}::text[], ${items.map((i) => i.eventType)}::text[], ${items.map((i) => i.eventId)}::text[],
           ${items.map((i) => i.idempotencyKey)}::text[], ${items.map((i) => i.orderingKey)}::text[],
-          ${items.map((i) => i.endpointId)}::text[], ${tx.array(hashes, BYTEA)}::bytea[], ${tx.array(
-            items.map((i) => i.payload),
-            BYTEA,
-          )}::bytea[]
-        ) AS t(id, event_type, event_id, idempotency_key, ordering_key, endpoint_id, request_hash, payload)
+          ${items.map((i) => i.endpointId)}::text[], ${tx.array(hashes, BYTEA)}::bytea[],
+          ${packed.offsets}::int[], ${packed.lengths}::int[]
+        ) AS t(id, event_type, event_id, idempotency_key, ordering_key, endpoint_id, request_hash,
+               payload_offset, payload_length)
       ),
       inserted AS (
         INSERT INTO messages (id, producer, event_type, event_id, idempotency_key, ordering_key, endpoint_id,
@@ -95,23 +111,28 @@ export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]):
         RETURNING id, event_type, endpoint_id
       ),
       targets AS (
-        SELECT i.id AS message_id, e.id AS endpoint_id, e.enabled FROM inserted i JOIN endpoints e
-          ON e.id = i.endpoint_id
-        UNION ALL
-        SELECT i.id, e.id, true FROM inserted i JOIN endpoints e
-          ON e.deleted_at IS NULL AND e.enabled AND e.event_types @> ARRAY[i.event_type]
-        WHERE i.endpoint_id IS NULL
-        UNION ALL
-        SELECT i.id, e.id, true FROM inserted i JOIN endpoints e
-          ON e.deleted_at IS NULL AND e.enabled AND e.event_types = '{}'
-        WHERE i.endpoint_id IS NULL
+        SELECT hookpost_id('dlv_') AS id, t.* FROM (
+          SELECT i.id AS message_id, e.id AS endpoint_id, e.enabled FROM inserted i JOIN endpoints e
+            ON e.id = i.endpoint_id
+          UNION ALL
+          SELECT i.id, e.id, true FROM inserted i JOIN endpoints e
+            ON e.deleted_at IS NULL AND e.enabled AND e.event_types @> ARRAY[i.event_type]
+          WHERE i.endpoint_id IS NULL
+          UNION ALL
+          SELECT i.id, e.id, true FROM inserted i JOIN endpoints e
+            ON e.deleted_at IS NULL AND e.enabled AND e.event_types = '{}'
+          WHERE i.endpoint_id IS NULL
+        ) t
+      ),
+      created AS (
+        INSERT INTO deliveries (id, message_id, endpoint_id)
+        SELECT id, message_id, endpoint_id FROM targets
+        RETURNING id, message_id, endpoint_id, status
       ),
       -- A disabled endpoint's deliveries are parked at 'infinity' until it is re-enabled.
-      created AS (
-        INSERT INTO deliveries (id, message_id, endpoint_id, next_attempt_at)
-        SELECT hookpost_id('dlv_'), message_id, endpoint_id, CASE WHEN enabled THEN now() ELSE 'infinity' END
-        FROM targets
-        RETURNING id, message_id, endpoint_id, status
+      queued AS (
+        INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at)
+        SELECT id, endpoint_id, message_id, CASE WHEN enabled THEN now() ELSE 'infinity' END FROM targets
       )
       SELECT i.id AS message_id, c.id AS delivery_id, c.endpoint_id, c.status
       FROM inserted i LEFT JOIN created c ON c.message_id = i.id`;

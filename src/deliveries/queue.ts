@@ -26,31 +26,28 @@ interface ClaimRow {
 }
 
 /**
- * Claims up to `limit` due deliveries for this dispatcher: marks them in_flight with a fresh lease
+ * Claims up to `limit` due deliveries for this dispatcher: gives their queue rows a fresh lease
  * token and expiry, counts the attempt, and returns them with their payload — one statement.
  * SKIP LOCKED lets concurrent dispatchers take disjoint rows without waiting on each other; the
- * inner SELECT walks deliveries_due_idx in due order and stops at LIMIT. Disabled endpoints'
- * rows are parked at next_attempt_at = 'infinity', so the join rarely filters anything.
+ * inner SELECT walks delivery_queue_due_idx in due order and stops at LIMIT. Only the small
+ * queue row changes; the delivery record is written once, when the result is known.
  */
 export async function claimDue(sql: Sql, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
   const rows = await sql<ClaimRow[]>`
     WITH picked AS (
-      SELECT d.id FROM deliveries d
-      JOIN endpoints e ON e.id = d.endpoint_id AND e.enabled
-      WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= now()
-      ORDER BY d.next_attempt_at
+      SELECT delivery_id FROM delivery_queue
+      WHERE lease_expires_at IS NULL AND next_attempt_at <= now()
+      ORDER BY next_attempt_at
       LIMIT ${limit}
-      FOR UPDATE OF d SKIP LOCKED
+      FOR UPDATE SKIP LOCKED
     )
-    UPDATE deliveries d SET
-      status = 'in_flight',
+    UPDATE delivery_queue q SET
       lease_token = gen_random_uuid(),
       lease_expires_at = now() + make_interval(secs => ${leaseSeconds}),
-      attempt_count = d.attempt_count + 1,
-      updated_at = now()
+      attempt_count = q.attempt_count + 1
     FROM picked, messages m
-    WHERE d.id = picked.id AND m.id = d.message_id
-    RETURNING d.id, d.message_id, d.endpoint_id, d.attempt_count, d.lease_token, d.created_at, m.payload`;
+    WHERE q.delivery_id = picked.delivery_id AND m.id = q.message_id
+    RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token, m.created_at, m.payload`;
   return rows.map((r) => ({
     id: r.id,
     messageId: r.message_id,
@@ -80,9 +77,10 @@ export interface CompletedAttempt {
 }
 
 /**
- * Writes a batch of attempt results: updates the deliveries still owned by the caller's lease
- * (a late finisher whose lease was taken over changes nothing) and appends every attempt to the
- * log, in one statement. Returns the ids whose update took effect.
+ * Writes a batch of attempt results in one statement: appends every attempt to the log, then,
+ * for results whose lease still holds, deletes the queue row (settled) or re-arms it (retry),
+ * and records the outcome on the delivery (a HOT update). A late finisher whose lease was taken
+ * over matches no queue row and changes nothing. Returns the ids whose result took effect.
  */
 export async function completeAttempts(sql: Sql, results: CompletedAttempt[]): Promise<Set<string>> {
   if (results.length === 0) return new Set();
@@ -91,9 +89,10 @@ export async function completeAttempts(sql: Sql, results: CompletedAttempt[]): P
     WITH r AS (
       SELECT * FROM unnest(
         ${col('deliveryId')}::text[], ${col('endpointId')}::text[], ${col('leaseToken')}::uuid[],
-        ${col('attempt')}::int[], ${results.map((r) => r.startedAt.toISOString())}::timestamptz[], ${col('durationMs')}::int[],
-        ${col('statusCode')}::int[], ${col('outcome')}::text[], ${col('errorClass')}::text[],
-        ${col('error')}::text[], ${col('snippet')}::text[], ${col('status')}::text[], ${col('delayMs')}::float8[]
+        ${col('attempt')}::int[], ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
+        ${col('durationMs')}::int[], ${col('statusCode')}::int[], ${col('outcome')}::text[],
+        ${col('errorClass')}::text[], ${col('error')}::text[], ${col('snippet')}::text[],
+        ${col('status')}::text[], ${col('delayMs')}::float8[]
       ) AS t(delivery_id, endpoint_id, lease_token, attempt, started_at, duration_ms, status_code, outcome,
              error_class, error, snippet, status, delay_ms)
     ),
@@ -102,40 +101,55 @@ export async function completeAttempts(sql: Sql, results: CompletedAttempt[]): P
                                      outcome, error_class, error, response_snippet)
       SELECT delivery_id, endpoint_id, attempt, started_at, duration_ms, status_code, outcome, error_class, error, snippet
       FROM r
-    )
+    ),
+    settled AS (
+      DELETE FROM delivery_queue q USING r
+      WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token AND r.status <> 'failed'
+      RETURNING q.delivery_id
+    ),
+    retried AS (
+      UPDATE delivery_queue q SET
+        lease_token = NULL, lease_expires_at = NULL,
+        next_attempt_at = now() + r.delay_ms * interval '1 millisecond'
+      FROM r
+      WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token AND r.status = 'failed'
+      RETURNING q.delivery_id
+    ),
+    owned AS (SELECT delivery_id FROM settled UNION ALL SELECT delivery_id FROM retried)
     UPDATE deliveries d SET
       status = r.status,
-      next_attempt_at = CASE WHEN r.status = 'failed' THEN now() + r.delay_ms * interval '1 millisecond'
-                             ELSE d.next_attempt_at END,
-      lease_token = NULL,
-      lease_expires_at = NULL,
+      attempt_count = r.attempt,
       last_status_code = r.status_code,
       last_error_class = r.error_class,
       last_error = r.error,
       last_duration_ms = r.duration_ms,
-      delivered_at = CASE WHEN r.status = 'delivered' THEN now() END,
-      dead_at = CASE WHEN r.status = 'dead_letter' THEN now() END,
+      delivered_at = CASE WHEN r.status = 'delivered' THEN now() ELSE d.delivered_at END,
+      dead_at = CASE WHEN r.status = 'dead_letter' THEN now() ELSE d.dead_at END,
       updated_at = now()
-    FROM r
-    WHERE d.id = r.delivery_id AND d.lease_token = r.lease_token AND d.status = 'in_flight'
+    FROM r JOIN owned o ON o.delivery_id = r.delivery_id
+    WHERE d.id = r.delivery_id
     RETURNING d.id`;
   return new Set(rows.map((r) => r.id));
 }
 
 /**
- * Hands back claimed deliveries that were never sent (shutdown): the attempt is not charged and
- * the row is due again at once for any dispatcher.
+ * Hands back claimed deliveries that were never sent (shutdown, endpoint disabled meanwhile):
+ * the attempt is not charged and the row is due again at once for any dispatcher.
  */
-export async function releaseClaims(sql: Sql, claims: { id: string; leaseToken: string }[]): Promise<number> {
+export async function releaseClaims(
+  sql: Sql,
+  claims: { id: string; leaseToken: string }[],
+  /** 'park' for a disabled endpoint: wait at 'infinity' until it is re-enabled. */
+  due: 'now' | 'park' = 'now',
+): Promise<number> {
   if (claims.length === 0) return 0;
   const rows = await sql`
-    UPDATE deliveries d SET
-      attempt_count = d.attempt_count - 1,
-      status = CASE WHEN d.attempt_count - 1 = 0 THEN 'pending' ELSE 'failed' END,
-      next_attempt_at = now(), lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+    UPDATE delivery_queue q SET
+      attempt_count = q.attempt_count - 1, lease_token = NULL, lease_expires_at = NULL,
+      next_attempt_at = ${due === 'park' ? sql`'infinity'::timestamptz` : sql`now()`}
     FROM unnest(${claims.map((c) => c.id)}::text[], ${claims.map((c) => c.leaseToken)}::uuid[]) AS r(id, lease_token)
-    WHERE d.id = r.id AND d.lease_token = r.lease_token AND d.status = 'in_flight'
-    RETURNING d.id`;
+    WHERE q.delivery_id = r.id AND q.lease_token = r.lease_token
+    RETURNING q.delivery_id`;
   return rows.length;
 }
 
@@ -147,19 +161,25 @@ export async function releaseClaims(sql: Sql, claims: { id: string; leaseToken: 
 export async function reapExpiredLeases(sql: Sql, maxAttempts: number, limit = 1000): Promise<number> {
   const rows = await sql`
     WITH expired AS (
-      SELECT id FROM deliveries
-      WHERE status = 'in_flight' AND lease_expires_at < now()
+      SELECT delivery_id, attempt_count >= ${maxAttempts} AS exhausted FROM delivery_queue
+      WHERE lease_expires_at < now()
       ORDER BY lease_expires_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
+    ),
+    requeued AS (
+      UPDATE delivery_queue q SET lease_token = NULL, lease_expires_at = NULL, next_attempt_at = now()
+      FROM expired e WHERE q.delivery_id = e.delivery_id AND NOT e.exhausted
+    ),
+    dropped AS (
+      DELETE FROM delivery_queue q USING expired e WHERE q.delivery_id = e.delivery_id AND e.exhausted
     )
     UPDATE deliveries d SET
-      status = CASE WHEN d.attempt_count >= ${maxAttempts} THEN 'dead_letter' ELSE 'failed' END,
-      dead_at = CASE WHEN d.attempt_count >= ${maxAttempts} THEN now() END,
-      next_attempt_at = now(), lease_token = NULL, lease_expires_at = NULL,
+      status = CASE WHEN e.exhausted THEN 'dead_letter' ELSE 'failed' END,
+      dead_at = CASE WHEN e.exhausted THEN now() ELSE d.dead_at END,
       last_error_class = 'lease_expired', last_error = 'dispatcher lease expired before a result was recorded',
       updated_at = now()
-    FROM expired WHERE d.id = expired.id
+    FROM expired e WHERE d.id = e.delivery_id
     RETURNING d.id`;
   return rows.length;
 }
@@ -167,8 +187,8 @@ export async function reapExpiredLeases(sql: Sql, maxAttempts: number, limit = 1
 /** When the next delivery becomes due (null when nothing is waiting), to sleep exactly that long. */
 export async function nextDueAt(sql: Sql): Promise<Date | null> {
   const [row] = await sql<{ at: Date | null }[]>`
-    SELECT min(next_attempt_at) AS at FROM deliveries
-    WHERE status IN ('pending', 'failed') AND next_attempt_at < 'infinity'`;
+    SELECT min(next_attempt_at) AS at FROM delivery_queue
+    WHERE lease_expires_at IS NULL AND next_attempt_at < 'infinity'`;
   return row?.at ?? null;
 }
 
@@ -184,6 +204,6 @@ export async function disableEndpoints(sql: Sql, ids: string[], reason: string):
       WHERE id = ANY(${ids}::text[]) AND enabled
       RETURNING id
     )
-    UPDATE deliveries SET next_attempt_at = 'infinity', updated_at = now()
-    WHERE endpoint_id IN (SELECT id FROM disabled) AND status IN ('pending', 'failed')`;
+    UPDATE delivery_queue SET next_attempt_at = 'infinity'
+    WHERE endpoint_id IN (SELECT id FROM disabled) AND lease_expires_at IS NULL`;
 }

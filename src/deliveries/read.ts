@@ -19,7 +19,7 @@ export interface DeliveryRow {
   event_id: string | null;
   status: DeliveryStatus;
   attempt_count: number;
-  next_attempt_at: Date;
+  next_attempt_at: Date | null;
   last_status_code: number | null;
   last_error_class: string | null;
   last_error: string | null;
@@ -41,8 +41,15 @@ export interface AttemptRow {
   response_snippet: string | null;
 }
 
-const DELIVERY_COLUMNS = `d.id, d.message_id, d.endpoint_id, m.event_type, m.event_id, d.status, d.attempt_count,
-  d.next_attempt_at, d.last_status_code, d.last_error_class, d.last_error, d.last_duration_ms,
+/**
+ * `in_flight` is derived: the delivery's queue row holds a lease. next_attempt_at comes from the
+ * queue row too (null once the delivery is settled; 'infinity' reads as null: parked).
+ */
+const DELIVERY_COLUMNS = `d.id, d.message_id, d.endpoint_id, m.event_type, m.event_id,
+  CASE WHEN q.lease_expires_at IS NOT NULL THEN 'in_flight' ELSE d.status END AS status,
+  coalesce(q.attempt_count, d.attempt_count) AS attempt_count,
+  CASE WHEN q.next_attempt_at < 'infinity' AND q.lease_expires_at IS NULL THEN q.next_attempt_at END AS next_attempt_at,
+  d.last_status_code, d.last_error_class, d.last_error, d.last_duration_ms,
   d.created_at, d.updated_at, d.delivered_at, d.dead_at`;
 
 /** The delivery, its payload bytes and every attempt in order; undefined when unknown. */
@@ -52,7 +59,9 @@ export async function getDelivery(
 ): Promise<{ delivery: DeliveryRow; payload: Buffer; attempts: AttemptRow[] } | undefined> {
   const [row] = await sql<(DeliveryRow & { payload: Buffer })[]>`
     SELECT ${sql.unsafe(DELIVERY_COLUMNS)}, m.payload
-    FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE d.id = ${id}`;
+    FROM deliveries d JOIN messages m ON m.id = d.message_id
+    LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+    WHERE d.id = ${id}`;
   if (!row) return undefined;
   const attempts = await sql<AttemptRow[]>`
     SELECT attempt, started_at, duration_ms, status_code, outcome, error_class, error, response_snippet
@@ -69,13 +78,23 @@ export interface ListFilter {
   cursor?: string | undefined;
 }
 
+function statusFilter(sql: Sql, status: DeliveryStatus | undefined) {
+  if (!status) return sql``;
+  if (status === 'in_flight') return sql`AND q.lease_expires_at IS NOT NULL`;
+  if (status === 'pending' || status === 'failed') {
+    return sql`AND d.status = ${status} AND q.lease_expires_at IS NULL`;
+  }
+  return sql`AND d.status = ${status}`;
+}
+
 /** Newest first by id (ids are time-ordered), so the cursor is simply the last id seen. */
 export async function listDeliveries(sql: Sql, filter: ListFilter): Promise<DeliveryRow[]> {
   return sql<DeliveryRow[]>`
     SELECT ${sql.unsafe(DELIVERY_COLUMNS)}
     FROM deliveries d JOIN messages m ON m.id = d.message_id
+    LEFT JOIN delivery_queue q ON q.delivery_id = d.id
     WHERE true
-      ${filter.status ? sql`AND d.status = ${filter.status}` : sql``}
+      ${statusFilter(sql, filter.status)}
       ${filter.endpointId ? sql`AND d.endpoint_id = ${filter.endpointId}` : sql``}
       ${filter.cursor ? sql`AND d.id < ${filter.cursor}` : sql``}
     ORDER BY d.id DESC

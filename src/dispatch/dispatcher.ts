@@ -36,7 +36,6 @@ export class Dispatcher {
   private readonly endpoints: EndpointCache;
   private readonly completions: CompletionWriter;
   private readonly policy: RetryPolicy;
-  private readonly shutdown = new AbortController();
   /** Claimed, not yet started; `head` avoids O(n) shifts. */
   private queue: { job: ClaimedDelivery; endpoint: DispatchEndpoint | undefined }[] = [];
   private head = 0;
@@ -158,7 +157,7 @@ export class Dispatcher {
   private async deliver(job: ClaimedDelivery, endpoint: DispatchEndpoint | undefined): Promise<void> {
     if (!endpoint || !endpoint.enabled) {
       // Disabled between claim and send: hand it back uncharged (it is parked by the disable).
-      await releaseClaims(this.deps.sql, [job]).catch(() => {});
+      await releaseClaims(this.deps.sql, [job], 'park').catch(() => {});
       return;
     }
     const startedAt = new Date();
@@ -170,10 +169,7 @@ export class Dispatcher {
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureHeader(endpoint.keys, job.messageId, timestamp, job.payload),
     };
-    const result = await this.sender.send(
-      { url: endpoint.url, headers, body: job.payload },
-      this.shutdown.signal,
-    );
+    const result = await this.sender.send({ url: endpoint.url, headers, body: job.payload });
     const { outcome } = result;
     const decision =
       outcome.kind === 'retryable' && outcome.errorClass === 'shutdown'
@@ -237,7 +233,7 @@ export class Dispatcher {
     const released = await releaseClaims(this.deps.sql, unsent).catch(() => 0);
     if (this.inFlight > 0) {
       const idle = new Promise<void>((resolve) => this.idleResolvers.push(resolve));
-      const timer = setTimeout(() => this.shutdown.abort(), this.deps.config.shutdownTimeoutMs);
+      const timer = setTimeout(() => this.sender.abortAll(), this.deps.config.shutdownTimeoutMs);
       await idle;
       clearTimeout(timer);
     }

@@ -145,8 +145,8 @@ export class EndpointStore {
       // and released when the endpoint comes back; see deliveries/queue.ts.
       if (reenabled || disabled) {
         await tx`
-          UPDATE deliveries SET next_attempt_at = ${reenabled ? tx`now()` : tx`'infinity'`}, updated_at = now()
-          WHERE endpoint_id = ${id} AND status IN ('pending', 'failed')
+          UPDATE delivery_queue SET next_attempt_at = ${reenabled ? tx`now()` : tx`'infinity'`}
+          WHERE endpoint_id = ${id} AND lease_expires_at IS NULL
             AND ${reenabled ? tx`next_attempt_at = 'infinity'` : tx`true`}`;
       }
       return toEndpoint(row!);
@@ -164,8 +164,11 @@ export class EndpointStore {
         WHERE id = ${id} AND deleted_at IS NULL RETURNING id`;
       if (rows.length === 0) return false;
       await tx`
-        UPDATE deliveries SET status = 'cancelled', lease_token = NULL, lease_expires_at = NULL, updated_at = now()
-        WHERE endpoint_id = ${id} AND status IN ('pending', 'failed')`;
+        WITH dropped AS (
+          DELETE FROM delivery_queue WHERE endpoint_id = ${id} AND lease_expires_at IS NULL RETURNING delivery_id
+        )
+        UPDATE deliveries SET status = 'cancelled', updated_at = now()
+        WHERE id IN (SELECT delivery_id FROM dropped)`;
       return true;
     });
   }

@@ -9,7 +9,10 @@ import {
 } from '../../src/deliveries/queue.js';
 import { createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
 
-function result(claim: { id: string; endpointId: string; leaseToken: string; attempt: number }, status: CompletedAttempt['status']): CompletedAttempt {
+function result(
+  claim: { id: string; endpointId: string; leaseToken: string; attempt: number },
+  status: CompletedAttempt['status'],
+): CompletedAttempt {
   return {
     deliveryId: claim.id,
     endpointId: claim.endpointId,
@@ -34,7 +37,11 @@ describe('queue: claims, leases, late finishers', () => {
     db = await createTestDatabase();
     const t = await createTestApp(db);
     endpointId = (await (await t.send('POST', '/v1/endpoints', { url: 'http://127.0.0.1:9/x' })).json()).id;
-    const items = Array.from({ length: 10 }, (_, i) => ({ endpoint_id: endpointId, event_type: 'q', payload: { i } }));
+    const items = Array.from({ length: 10 }, (_, i) => ({
+      endpoint_id: endpointId,
+      event_type: 'q',
+      payload: { i },
+    }));
     assert.equal((await t.send('POST', '/v1/deliveries/batch', { items })).status, 202);
   });
   after(() => db.drop());
@@ -46,7 +53,8 @@ describe('queue: claims, leases, late finishers', () => {
     assert.equal(ids.size, 10, 'no row claimed twice');
     assert.ok([...a, ...b].every((c) => c.attempt === 1 && c.payload.length > 0));
     assert.equal(await releaseClaims(db.sql, [...a, ...b]), 10);
-    const [row] = await db.sql`SELECT count(*)::int AS n FROM deliveries WHERE status = 'pending' AND attempt_count = 0`;
+    const [row] = await db.sql`
+      SELECT count(*)::int AS n FROM delivery_queue WHERE lease_expires_at IS NULL AND attempt_count = 0`;
     assert.equal(row!.n, 10, 'released claims are not charged an attempt');
   });
 
@@ -58,7 +66,10 @@ describe('queue: claims, leases, late finishers', () => {
     const claims = await claimDue(db.sql, 10, 60);
     const current = claims.find((c) => c.id === old.id);
     assert.ok(current, 'the reaped delivery is due again');
-    await releaseClaims(db.sql, claims.filter((c) => c !== current));
+    await releaseClaims(
+      db.sql,
+      claims.filter((c) => c !== current),
+    );
     assert.notEqual(current!.leaseToken, old.leaseToken);
     assert.equal(current!.attempt, 2);
 
@@ -69,8 +80,13 @@ describe('queue: claims, leases, late finishers', () => {
     const [row] = await db.sql`SELECT status, last_status_code FROM deliveries WHERE id = ${old.id}`;
     assert.equal(row!.status, 'delivered');
     assert.equal(row!.last_status_code, 200);
-    const attempts = await db.sql`SELECT attempt FROM delivery_attempts WHERE delivery_id = ${old.id} ORDER BY attempt`;
-    assert.deepEqual(attempts.map((a) => a.attempt), [1, 2], 'both attempts stay in the log');
+    const attempts =
+      await db.sql`SELECT attempt FROM delivery_attempts WHERE delivery_id = ${old.id} ORDER BY attempt`;
+    assert.deepEqual(
+      attempts.map((a) => a.attempt),
+      [1, 2],
+      'both attempts stay in the log',
+    );
   });
 
   it('the reaper dead-letters a delivery that exhausted its attempts', async () => {

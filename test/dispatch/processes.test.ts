@@ -5,7 +5,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { runHookpost } from '../cli/process.js';
-import { createTestApp, createTestDatabase, type Receiver, startReceiver, type TestDatabase, waitFor } from '../helpers.js';
+import {
+  createTestApp,
+  createTestDatabase,
+  type Receiver,
+  startReceiver,
+  type TestDatabase,
+  waitFor,
+} from '../helpers.js';
 
 describe('dispatcher processes', () => {
   let db: TestDatabase;
@@ -45,19 +52,32 @@ describe('dispatcher processes', () => {
     }
     return ep as string;
   }
-  const arrivals = (tag: string) => receiver.requests.filter((r) => r.body.toString().includes(`"tag":"${tag}"`));
+  const arrivals = (tag: string) =>
+    receiver.requests.filter((r) => r.body.toString().includes(`"tag":"${tag}"`));
+  /** Status counts as the API reports them (in_flight = queue row under lease). */
   const statusCounts = async (endpointId: string) =>
     Object.fromEntries(
-      (await db.sql`SELECT status, count(*)::int AS n FROM deliveries WHERE endpoint_id = ${endpointId} GROUP BY 1`).map((r) => [
-        r.status,
-        r.n,
-      ]),
+      (
+        await db.sql`
+          SELECT CASE WHEN q.lease_expires_at IS NOT NULL THEN 'in_flight' ELSE d.status END AS status,
+                 count(*)::int AS n
+          FROM deliveries d LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+          WHERE d.endpoint_id = ${endpointId} GROUP BY 1`
+      ).map((r) => [r.status, r.n]),
     );
 
   it('two dispatchers share a backlog of 5,000: every delivery arrives, none twice', async () => {
     const ep = await enqueue(5000, 'shared');
-    const a = runHookpost(['dispatcher'], { ...env, HOOKPOST_CLAIM_BATCH_SIZE: '100', HOOKPOST_DISPATCH_CONCURRENCY: '32' });
-    const b = runHookpost(['dispatcher'], { ...env, HOOKPOST_CLAIM_BATCH_SIZE: '100', HOOKPOST_DISPATCH_CONCURRENCY: '32' });
+    const a = runHookpost(['dispatcher'], {
+      ...env,
+      HOOKPOST_CLAIM_BATCH_SIZE: '100',
+      HOOKPOST_DISPATCH_CONCURRENCY: '32',
+    });
+    const b = runHookpost(['dispatcher'], {
+      ...env,
+      HOOKPOST_CLAIM_BATCH_SIZE: '100',
+      HOOKPOST_DISPATCH_CONCURRENCY: '32',
+    });
     try {
       await waitFor('all 5,000 delivered', async () => (await statusCounts(ep)).delivered === 5000, 60000);
     } finally {
@@ -68,14 +88,20 @@ describe('dispatcher processes', () => {
     const ids = got.map((r) => r.headers['webhook-id']);
     assert.equal(got.length, 5000, 'exactly one request per delivery');
     assert.equal(new Set(ids).size, 5000);
-    const [shares] = await db.sql`SELECT count(DISTINCT attempt)::int AS attempts FROM delivery_attempts WHERE endpoint_id = ${ep}`;
+    const [shares] =
+      await db.sql`SELECT count(DISTINCT attempt)::int AS attempts FROM delivery_attempts WHERE endpoint_id = ${ep}`;
     assert.equal(shares!.attempts, 1, 'each delivered on its first attempt');
   });
 
   it('kill -9 mid-backlog: another dispatcher takes over after the lease; nothing lost or stuck', async () => {
     delay = 20;
     const ep = await enqueue(600, 'killed');
-    const short = { ...env, HOOKPOST_LEASE_SECONDS: '2', HOOKPOST_REQUEST_TIMEOUT_MS: '1000', HOOKPOST_DISPATCH_CONCURRENCY: '16' };
+    const short = {
+      ...env,
+      HOOKPOST_LEASE_SECONDS: '2',
+      HOOKPOST_REQUEST_TIMEOUT_MS: '1000',
+      HOOKPOST_DISPATCH_CONCURRENCY: '16',
+    };
     const victim = runHookpost(['dispatcher'], short);
     await waitFor('the victim to deliver some', () => arrivals('killed').length >= 100, 30000);
     victim.child.kill('SIGKILL');
@@ -97,7 +123,11 @@ describe('dispatcher processes', () => {
   it('SIGTERM: exits 0 within the deadline, hands back unsent work, loses nothing', async () => {
     delay = 200;
     const ep = await enqueue(400, 'term');
-    const proc = runHookpost(['dispatcher'], { ...env, HOOKPOST_DISPATCH_CONCURRENCY: '8', HOOKPOST_SHUTDOWN_TIMEOUT_MS: '3000' });
+    const proc = runHookpost(['dispatcher'], {
+      ...env,
+      HOOKPOST_DISPATCH_CONCURRENCY: '8',
+      HOOKPOST_SHUTDOWN_TIMEOUT_MS: '3000',
+    });
     await waitFor('some deliveries', () => arrivals('term').length >= 8, 30000);
     const started = Date.now();
     assert.equal(await proc.stop('SIGTERM'), 0, proc.output());
@@ -107,7 +137,7 @@ describe('dispatcher processes', () => {
     assert.equal(counts.in_flight ?? 0, 0, 'nothing left leased');
     assert.equal((counts.delivered ?? 0) + (counts.pending ?? 0), 400, JSON.stringify(counts));
     const [charged] = await db.sql`
-      SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = ${ep} AND status = 'pending' AND attempt_count > 0`;
+      SELECT count(*)::int AS n FROM delivery_queue WHERE endpoint_id = ${ep} AND attempt_count > 0`;
     assert.equal(charged!.n, 0, 'handed-back deliveries are not charged an attempt');
     delay = 0;
     const finisher = runHookpost(['dispatcher'], env);

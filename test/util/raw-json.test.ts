@@ -14,6 +14,17 @@ describe('raw JSON spans', () => {
     assert.equal(text.slice(z.start, z.end), 'null');
   });
 
+  it('handles escaped backslashes before a closing quote', () => {
+    const text = String.raw`{"payload":"a\\","b":"\"\\","c":1}`;
+    JSON.parse(text);
+    const spans = objectMemberSpans(text);
+    const p = spans.get('payload')!;
+    assert.equal(JSON.parse(text.slice(p.start, p.end)), 'a\\');
+    const b = spans.get('b')!;
+    assert.equal(JSON.parse(text.slice(b.start, b.end)), '"\\');
+    assert.ok(spans.has('c'));
+  });
+
   it('finds array elements', () => {
     const text = '{"items": [ {"payload": 1} , {"payload": "s,]"}, [] ]}';
     const items = objectMemberSpans(text).get('items')!;

@@ -1,0 +1,289 @@
+/**
+ * `hookpost bench`: the built-in load test. Runs the real API in this process and a real
+ * `hookpost dispatcher` process (the production topology) against a fresh database, a
+ * signature-checking receiver in a worker thread, enqueues through the public batch API, and
+ * compares with the same signed POSTs sent straight from memory.
+ */
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { serve } from '@hono/node-server';
+import { Pool } from 'undici';
+import { createApp } from '../api/app.js';
+import type { Config } from '../config.js';
+import { connect, type Sql } from '../db/connect.js';
+import { openDatabase } from '../db/database.js';
+import { migrate, readMigrations } from '../db/migrate.js';
+import { createWaker } from '../deliveries/wakeup.js';
+import { Sender } from '../dispatch/sender.js';
+import { signatureHeader } from '../dispatch/signing.js';
+import { createSecretBox, secretKeyBytes } from '../endpoints/secrets.js';
+import { EndpointStore } from '../endpoints/store.js';
+import type { Logger } from '../log.js';
+import { BenchReceiver, quantile, type ReceiverStats } from './receiver.js';
+
+export interface BenchOptions {
+  n: number;
+  endpoints: number;
+  payloadBytes: number;
+  /** Offered load in deliveries/s; undefined = as fast as possible. */
+  rate: number | undefined;
+  durationSeconds: number;
+}
+
+const fmt = (x: number, digits = 0) =>
+  x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const now = () => performance.timeOrigin + performance.now();
+
+function payloadOf(index: number, bytes: number): string {
+  const head = `{"n":${index},"pad":"`;
+  return `${head}${'x'.repeat(Math.max(0, bytes - head.length - 2))}"}`;
+}
+
+interface Harness {
+  sql: Sql;
+  /** Stops the dispatcher process (SIGTERM, graceful). */
+  stopDispatcher(): Promise<void>;
+  api: Pool;
+  token: string;
+  close(): Promise<void>;
+}
+
+async function startHarness(config: Config, log: Logger): Promise<Harness> {
+  const database = await openDatabase(config, log);
+  const admin = connect(database.url, { max: 1 });
+  const name = `hookpost_bench_${randomBytes(4).toString('hex')}`;
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(database.url);
+  url.pathname = `/${name}`;
+  const sql = connect(url.toString(), { max: 20 });
+  await migrate(sql);
+  const token = randomBytes(24).toString('hex');
+  const secrets = createSecretBox(config.secretKey);
+  const waker = createWaker(sql);
+  const app = createApp({
+    sql,
+    config,
+    log,
+    adminToken: token,
+    endpoints: new EndpointStore(sql, secrets),
+    migrationCount: (await readMigrations()).length,
+    onEnqueued: () => waker.poke(),
+  });
+  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  const port = (server.address() as { port: number }).port;
+  const dispatcher = await startDispatcherProcess(url.toString());
+  const stopDispatcher = async () => {
+    if (dispatcher.exitCode !== null) return;
+    dispatcher.kill('SIGTERM');
+    await once(dispatcher, 'exit');
+  };
+  const api = new Pool(`http://127.0.0.1:${port}`, { connections: 8 });
+  return {
+    sql,
+    stopDispatcher,
+    api,
+    token,
+    async close() {
+      await stopDispatcher();
+      await api.close();
+      waker.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await sql.end();
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+      await database.stop();
+    },
+  };
+}
+
+/** `hookpost dispatcher` as a child process, configured by this process's environment. */
+async function startDispatcherProcess(databaseUrl: string): Promise<ChildProcess> {
+  const bin = new URL('../../../bin/hookpost.js', import.meta.url).pathname;
+  // HOOKPOST_BENCH_NODE_ARGS (e.g. "--cpu-prof") is passed to the dispatcher's node, for profiling.
+  const nodeArgs = (process.env.HOOKPOST_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, bin, 'dispatcher'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  // Give it a moment to connect and LISTEN before the first enqueue.
+  await new Promise((r) => setTimeout(r, 500));
+  if (child.exitCode !== null) throw new Error('the dispatcher process exited at start');
+  return child;
+}
+
+async function call(h: Harness, method: 'GET' | 'POST', path: string, body?: unknown) {
+  const res = await h.api.request({
+    method,
+    path,
+    headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const json = (await res.body.json()) as Record<string, unknown>;
+  if (res.statusCode >= 300) throw new Error(`${method} ${path} → ${res.statusCode} ${JSON.stringify(json)}`);
+  return json;
+}
+
+interface Enqueued {
+  /** message id → time the API acknowledged it (committed). */
+  acked: Map<string, number>;
+  started: number;
+  finished: number;
+}
+
+/** Sends items in batches of up to 1000, `parallel` requests at a time, or paced at `rate`/s. */
+async function enqueueAll(
+  h: Harness,
+  endpointIds: string[],
+  opts: BenchOptions,
+  total: number,
+): Promise<Enqueued> {
+  const acked = new Map<string, number>();
+  const started = now();
+  let next = 0;
+  const sendBatch = async (count: number) => {
+    // Built as text: the producer's own JSON encoding is not what is being measured.
+    const items = Array.from({ length: count }, () => {
+      const i = next++;
+      const endpoint = endpointIds[i % endpointIds.length];
+      return `{"endpoint_id":"${endpoint}","event_type":"bench.event","payload":${payloadOf(i, opts.payloadBytes)}}`;
+    });
+    const request = `{"items":[${items.join(',')}]}`;
+    const body = (await call(h, 'POST', '/v1/deliveries/batch', request)) as {
+      results: { message_id: string }[];
+    };
+    const at = now();
+    for (const r of body.results) acked.set(r.message_id, at);
+  };
+  if (opts.rate === undefined) {
+    const parallel = 2;
+    const workers = Array.from({ length: parallel }, async () => {
+      while (next < total) await sendBatch(Math.min(1000, total - next));
+    });
+    await Promise.all(workers);
+  } else {
+    // Paced: every 10 ms, send whatever the target rate says is due by now.
+    const inFlight: Promise<void>[] = [];
+    while (next < total) {
+      const due = Math.min(total, Math.floor(((now() - started) / 1000) * opts.rate));
+      if (due > next) inFlight.push(sendBatch(Math.min(1000, due - next)));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await Promise.all(inFlight);
+  }
+  return { acked, started, finished: now() };
+}
+
+/** The machine's ceiling: the same signed POSTs from memory, same concurrency, no queue. */
+async function measureCeiling(config: Config, receiver: BenchReceiver, keys: Buffer[], opts: BenchOptions) {
+  const sender = new Sender({
+    timeoutMs: config.requestTimeoutMs,
+    snippetBytes: config.responseSnippetBytes,
+    allowPrivateTargets: true,
+    connectionsPerOrigin: config.dispatchConcurrency,
+    userAgent: 'hookpost/bench',
+  });
+  const started = now();
+  let next = 0;
+  const worker = async () => {
+    while (next < opts.n) {
+      const i = next++;
+      const id = `msg_ceiling_${i}`;
+      const body = Buffer.from(payloadOf(i, opts.payloadBytes));
+      const ts = Math.floor(Date.now() / 1000);
+      const ep = i % keys.length;
+      await sender.send({
+        url: receiver.url(ep),
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(ts),
+          'webhook-signature': signatureHeader([keys[ep]!], id, ts, body),
+        },
+        body,
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: config.dispatchConcurrency }, worker));
+  const stats = await receiver.waitForCount(opts.n, 30_000);
+  await sender.close();
+  const last = Math.max(...stats.arrivals.values());
+  return { perSecond: opts.n / ((last - started) / 1000), seconds: (last - started) / 1000 };
+}
+
+function check(stats: ReceiverStats, expected: Map<string, number>) {
+  let missing = 0;
+  for (const id of expected.keys()) if (!stats.arrivals.has(id)) missing++;
+  return { missing, duplicates: stats.duplicates, badSignatures: stats.badSignatures };
+}
+
+/** Runs the benchmark and prints its figures; returns the exit code (1 if anything was lost or wrong). */
+export async function runBench(config: Config, log: Logger, opts: BenchOptions): Promise<number> {
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const receiver = await BenchReceiver.start();
+  const h = await startHarness(config, log);
+  let code = 0;
+  try {
+    const endpointIds: string[] = [];
+    const keys: Buffer[] = [];
+    for (let i = 0; i < opts.endpoints; i++) {
+      const ep = (await call(h, 'POST', '/v1/endpoints', { url: receiver.url(i) })) as {
+        id: string;
+        secret: string;
+      };
+      endpointIds.push(ep.id);
+      keys.push(secretKeyBytes(ep.secret));
+    }
+    receiver.setKeys(keys);
+    const total = opts.rate === undefined ? opts.n : Math.round(opts.rate * opts.durationSeconds);
+    out(
+      `hookpost bench: ${fmt(total)} deliveries to ${opts.endpoints} endpoints, ${opts.payloadBytes}-byte payloads, ` +
+        `concurrency ${config.dispatchConcurrency}${opts.rate ? `, offered ${fmt(opts.rate)}/s for ${opts.durationSeconds} s` : ''}`,
+    );
+    const enq = await enqueueAll(h, endpointIds, opts, total);
+    const stats = await receiver.waitForCount(total, Math.max(60_000, total * 2));
+    const last = Math.max(...stats.arrivals.values());
+    const lags = [...enq.acked].flatMap(([id, ack]) => {
+      const at = stats.arrivals.get(id);
+      return at === undefined ? [] : [at - ack];
+    });
+    const enqSeconds = (enq.finished - enq.started) / 1000;
+    const delSeconds = (last - enq.started) / 1000;
+    out(
+      `  enqueue    ${fmt(total)} in ${fmt(enqSeconds, 2)} s = ${fmt(total / enqSeconds)}/s (public batch API)`,
+    );
+    out(
+      `  delivered  ${fmt(stats.arrivals.size)} in ${fmt(delSeconds, 2)} s = ${fmt(stats.arrivals.size / delSeconds)}/s (first enqueue → last receipt)`,
+    );
+    out(
+      `  lag        p50 ${fmt(quantile(lags, 0.5), 1)} ms, p95 ${fmt(quantile(lags, 0.95), 1)} ms, p99 ${fmt(quantile(lags, 0.99), 1)} ms (enqueue commit → receipt)`,
+    );
+    const verdict = check(stats, enq.acked);
+    out(
+      `  check      ${fmt(verdict.missing)} missing, ${fmt(verdict.duplicates)} duplicates, ${fmt(verdict.badSignatures)} bad signatures`,
+    );
+    if (verdict.missing + verdict.duplicates + verdict.badSignatures > 0) code = 1;
+    if (opts.rate === undefined) {
+      await h.stopDispatcher();
+      receiver.reset();
+      const ceiling = await measureCeiling(config, receiver, keys, opts);
+      const throughput = stats.arrivals.size / delSeconds;
+      out(
+        `  ceiling    ${fmt(opts.n)} in ${fmt(ceiling.seconds, 2)} s = ${fmt(ceiling.perSecond)}/s (same signed POSTs from memory, no queue)`,
+      );
+      out(`  ratio      ${fmt(throughput / ceiling.perSecond, 2)} of the ceiling`);
+    }
+  } finally {
+    await h.close();
+    await receiver.close();
+  }
+  return code;
+}

@@ -1,0 +1,74 @@
+/**
+ * The benchmark's partner: an HTTP server in a worker thread (its own event loop, so it can use
+ * the second core) that checks every request's signature and records when each webhook-id
+ * arrived. Paths are /ep/<index>; the parent sends each endpoint's signing key.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parentPort } from 'node:worker_threads';
+
+type Message =
+  | { type: 'keys'; keys: string[] }
+  | { type: 'reset' }
+  | { type: 'count' }
+  | { type: 'stats' }
+  | { type: 'close' };
+
+let keys: Buffer[] = [];
+let arrivals = new Map<string, number>();
+let duplicates = 0;
+let badSignatures = 0;
+let requests = 0;
+
+function validSignature(req: http.IncomingMessage, body: Buffer): boolean {
+  const index = Number(req.url?.split('/')[2]);
+  const key = keys[index];
+  const id = req.headers['webhook-id'];
+  const timestamp = req.headers['webhook-timestamp'];
+  const header = req.headers['webhook-signature'];
+  if (!key || typeof id !== 'string' || typeof timestamp !== 'string' || typeof header !== 'string')
+    return false;
+  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
+  return header.split(' ').some((part) => {
+    const given = Buffer.from(part.slice(3), 'base64');
+    return part.startsWith('v1,') && given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
+
+const server = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const now = performance.timeOrigin + performance.now();
+    requests++;
+    if (!validSignature(req, Buffer.concat(chunks))) badSignatures++;
+    const id = String(req.headers['webhook-id']);
+    if (arrivals.has(id)) duplicates++;
+    else arrivals.set(id, now);
+    res.writeHead(200, { 'content-length': '2' }).end('ok');
+  });
+});
+server.keepAliveTimeout = 60_000;
+
+server.listen(0, '127.0.0.1', () => {
+  parentPort!.postMessage({ type: 'listening', port: (server.address() as AddressInfo).port });
+});
+
+parentPort!.on('message', (message: Message) => {
+  if (message.type === 'keys') keys = message.keys.map((k) => Buffer.from(k, 'base64'));
+  if (message.type === 'reset') {
+    arrivals = new Map();
+    duplicates = 0;
+    badSignatures = 0;
+    requests = 0;
+  }
+  if (message.type === 'count') parentPort!.postMessage({ type: 'count', count: arrivals.size });
+  if (message.type === 'stats') {
+    parentPort!.postMessage({ type: 'stats', requests, duplicates, badSignatures, arrivals: [...arrivals] });
+  }
+  if (message.type === 'close') {
+    server.closeAllConnections();
+    server.close(() => process.exit(0));
+  }
+});
