@@ -6,6 +6,7 @@
 
 import type { LookupAddress } from 'node:dns';
 import dns from 'node:dns';
+import { EventEmitter } from 'node:events';
 import { Agent } from 'undici';
 import { type AttemptOutcome, isRetryableStatus, parseRetryAfter } from '../deliveries/retry-policy.js';
 import { isPrivateAddress } from '../endpoints/targets.js';
@@ -106,6 +107,20 @@ function outcomeForStatus(status: number, retryAfter: string | undefined): Attem
   return { kind: 'permanent', statusCode: status, errorClass: `http_${status}` };
 }
 
+/**
+ * A one-shot abort handle that undici accepts in place of an AbortSignal (it takes any emitter
+ * with `aborted` and an 'abort' event). An AbortController per request cost a few percent of
+ * dispatcher CPU at 10,000 requests/s.
+ */
+class AttemptAbort extends EventEmitter {
+  aborted = false;
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.emit('abort');
+  }
+}
+
 interface Target {
   origin: string;
   path: string;
@@ -130,7 +145,7 @@ function parseTarget(raw: string): Target {
 
 export class Sender {
   private readonly agent: Agent;
-  private readonly inFlight = new Set<AbortController>();
+  private readonly inFlight = new Set<AttemptAbort>();
   private aborting = false;
 
   constructor(private readonly options: SenderOptions) {
@@ -154,7 +169,7 @@ export class Sender {
    */
   async send(request: SendRequest): Promise<SendResult> {
     const started = performance.now();
-    const controller = new AbortController();
+    const controller = new AttemptAbort();
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -173,7 +188,7 @@ export class Sender {
         method: 'POST',
         headers: { ...request.headers, 'user-agent': this.options.userAgent },
         body: request.body,
-        signal: controller.signal,
+        signal: controller as never,
       });
       const snippet = await this.readSnippet(response.body);
       const retryAfter = response.headers['retry-after'];
@@ -219,7 +234,8 @@ export class Sender {
     } finally {
       if (total > MAX_DRAIN_BYTES) body.destroy();
     }
-    return Buffer.concat(kept).toString('utf8');
+    // PostgreSQL text cannot hold NUL; a partner's binary error page must not break the write.
+    return Buffer.concat(kept).toString('utf8').replaceAll('\u0000', '');
   }
 
   private result(
