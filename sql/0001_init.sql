@@ -105,7 +105,10 @@ CREATE TABLE delivery_queue (
 CREATE INDEX delivery_queue_due_idx ON delivery_queue (next_attempt_at) WHERE lease_expires_at IS NULL;
 -- The reaper's index: leased rows by expiry.
 CREATE INDEX delivery_queue_lease_idx ON delivery_queue (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
-CREATE INDEX delivery_queue_endpoint_idx ON delivery_queue (endpoint_id);
+-- Fair claiming walks the endpoints that have waiting rows (a loose index scan over this index)
+-- and takes each one's oldest due rows, so one endpoint's deep backlog cannot starve the rest.
+CREATE INDEX delivery_queue_endpoint_due_idx ON delivery_queue (endpoint_id, next_attempt_at)
+  WHERE lease_expires_at IS NULL;
 
 -- Append-only attempt log. No primary key and no foreign key on purpose: it can be turned
 -- into a table partitioned by started_at (dropping old partitions instead of DELETE) without
@@ -124,7 +127,9 @@ CREATE TABLE delivery_attempts (
 );
 CREATE INDEX delivery_attempts_delivery_idx ON delivery_attempts (delivery_id, attempt);
 
--- Circuit breaker and latency summary per endpoint, shared by every dispatcher process.
+-- Circuit breaker, rate-limit bucket and latency summary per endpoint, shared by every
+-- dispatcher process. A claim for a rate- or concurrency-limited endpoint locks this row, which
+-- serialises those claims across processes.
 CREATE TABLE endpoint_health (
   endpoint_id          text PRIMARY KEY REFERENCES endpoints (id),
   state                text NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'half_open')),
@@ -135,6 +140,12 @@ CREATE TABLE endpoint_health (
   failing_since        timestamptz,
   last_success_at      timestamptz,
   last_failure_at      timestamptz,
+  tokens               double precision,
+  tokens_at            timestamptz,
+  p50_ms               integer,
+  p95_ms               integer,
+  p99_ms               integer,
+  sample_count         integer NOT NULL DEFAULT 0,
   updated_at           timestamptz NOT NULL DEFAULT now()
 ) WITH (fillfactor = 70);
 

@@ -40,6 +40,7 @@ export function createApp(deps: AppDeps) {
   v1.route(
     '/endpoints',
     endpointRoutes({
+      sql: deps.sql,
       endpoints: deps.endpoints,
       allowPrivateTargets: deps.config.allowPrivateTargets,
       secretGraceSeconds: deps.config.secretGraceSeconds,

@@ -1,63 +1,9 @@
 /**
- * The dispatcher's queries: claim, complete, release, reap. Each runs as one statement per
+ * The dispatcher's queries after the claim (deliveries/claim.ts): complete, release, reap. Each runs as one statement per
  * batch, never inside a transaction that spans an HTTP call. Why each is shaped the way it is:
  * docs/architecture.md ("Dispatch path").
  */
 import type { Sql } from '../db/connect.js';
-
-export interface ClaimedDelivery {
-  id: string;
-  messageId: string;
-  endpointId: string;
-  attempt: number;
-  leaseToken: string;
-  createdAt: Date;
-  payload: Buffer;
-}
-
-interface ClaimRow {
-  id: string;
-  message_id: string;
-  endpoint_id: string;
-  attempt_count: number;
-  lease_token: string;
-  created_at: Date;
-  payload: Buffer;
-}
-
-/**
- * Claims up to `limit` due deliveries for this dispatcher: gives their queue rows a fresh lease
- * token and expiry, counts the attempt, and returns them with their payload — one statement.
- * SKIP LOCKED lets concurrent dispatchers take disjoint rows without waiting on each other; the
- * inner SELECT walks delivery_queue_due_idx in due order and stops at LIMIT. Only the small
- * queue row changes; the delivery record is written once, when the result is known.
- */
-export async function claimDue(sql: Sql, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
-  const rows = await sql<ClaimRow[]>`
-    WITH picked AS (
-      SELECT delivery_id FROM delivery_queue
-      WHERE lease_expires_at IS NULL AND next_attempt_at <= now()
-      ORDER BY next_attempt_at
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )
-    UPDATE delivery_queue q SET
-      lease_token = gen_random_uuid(),
-      lease_expires_at = now() + make_interval(secs => ${leaseSeconds}),
-      attempt_count = q.attempt_count + 1
-    FROM picked, messages m
-    WHERE q.delivery_id = picked.delivery_id AND m.id = q.message_id
-    RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token, m.created_at, m.payload`;
-  return rows.map((r) => ({
-    id: r.id,
-    messageId: r.message_id,
-    endpointId: r.endpoint_id,
-    attempt: r.attempt_count,
-    leaseToken: r.lease_token,
-    createdAt: r.created_at,
-    payload: r.payload,
-  }));
-}
 
 export interface CompletedAttempt {
   deliveryId: string;

@@ -49,7 +49,10 @@ export class CompletionWriter {
             'results for deliveries whose lease was taken over were not applied',
           );
         }
-        await this.onWritten(batch, applied);
+        // Follow-up work (breakers, latency) failing must not re-write stored results.
+        await Promise.resolve(this.onWritten(batch, applied)).catch((error: Error) =>
+          this.log.error({ errorName: error.name, message: error.message }, 'after-write step failed'),
+        );
       } catch (error) {
         failures++;
         this.log.error(

@@ -5,21 +5,17 @@
  */
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
-import {
-  type ClaimedDelivery,
-  type CompletedAttempt,
-  claimDue,
-  disableEndpoints,
-  nextDueAt,
-  reapExpiredLeases,
-  releaseClaims,
-} from '../deliveries/queue.js';
+import { type ClaimedDelivery, claimDue } from '../deliveries/claim.js';
+import { nextDueAt, releaseClaims } from '../deliveries/queue.js';
 import { nextAttempt, type RetryPolicy } from '../deliveries/retry-policy.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
 import type { Logger } from '../log.js';
 import { CompletionWriter } from './completions.js';
 import { type DispatchEndpoint, EndpointCache } from './endpoint-cache.js';
+import { LocalQueues } from './local-queues.js';
+import { startMaintenance } from './maintenance.js';
+import { createOutcomeHandler } from './outcomes.js';
 import { Sender } from './sender.js';
 import { signatureHeader } from './signing.js';
 
@@ -31,20 +27,26 @@ export interface DispatcherDeps {
   userAgent: string;
 }
 
+interface Job {
+  job: ClaimedDelivery;
+  endpoint: DispatchEndpoint | undefined;
+}
+
+/** With due rows only for saturated or rate-limited endpoints, re-check this often (ms). */
+const BUSY_RECHECK_MS = 20;
+
 export class Dispatcher {
   private readonly sender: Sender;
   private readonly endpoints: EndpointCache;
   private readonly completions: CompletionWriter;
   private readonly policy: RetryPolicy;
-  /** Claimed, not yet started; `head` avoids O(n) shifts. */
-  private queue: { job: ClaimedDelivery; endpoint: DispatchEndpoint | undefined }[] = [];
-  private head = 0;
+  private readonly local: LocalQueues<Job>;
   private inFlight = 0;
   private stopping = false;
   private wakeUp: (() => void) | undefined;
   private waitingForCapacity = false;
   private loop: Promise<void> | undefined;
-  private reaper: NodeJS.Timeout | undefined;
+  private stopMaintenance: (() => void) | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private idleResolvers: (() => void)[] = [];
 
@@ -58,17 +60,16 @@ export class Dispatcher {
       userAgent: deps.userAgent,
     });
     this.endpoints = new EndpointCache(deps.sql, deps.secrets);
-    this.completions = new CompletionWriter(deps.sql, deps.log, (batch) => this.afterWrite(batch));
+    this.completions = new CompletionWriter(deps.sql, deps.log, createOutcomeHandler(deps.sql, config, deps.log));
     this.policy = {
       baseSeconds: config.retryBaseSeconds,
       capSeconds: config.retryCapSeconds,
       maxAttempts: config.maxAttempts,
       retryAfterMaxSeconds: config.retryAfterMaxSeconds,
     };
-  }
-
-  private get queued(): number {
-    return this.queue.length - this.head;
+    // One endpoint may hold at most a quarter of this process's HTTP slots (at least 4), so a
+    // partner that hangs until the timeout cannot starve the others.
+    this.local = new LocalQueues(Math.max(4, Math.ceil(config.dispatchConcurrency / 4)));
   }
 
   /** Keep up to two rounds of work locally so the HTTP slots never wait on a claim. */
@@ -79,8 +80,7 @@ export class Dispatcher {
   async start(): Promise<void> {
     const listener = await this.deps.sql.listen(WAKEUP_CHANNEL, () => this.wake());
     this.unlisten = listener.unlisten;
-    const reapEveryMs = Math.min(15_000, Math.max(100, (this.deps.config.leaseSeconds * 1000) / 4));
-    this.reaper = setInterval(() => void this.reap(), reapEveryMs);
+    this.stopMaintenance = startMaintenance(this.deps.sql, this.deps.config, this.deps.log, () => this.wake());
     this.loop = this.claimLoop();
   }
 
@@ -104,23 +104,27 @@ export class Dispatcher {
     const { config, log, sql } = this.deps;
     let failures = 0;
     while (!this.stopping) {
-      const room = this.highWater - this.queued - this.inFlight;
+      const room = this.highWater - this.local.queued - this.inFlight;
       // Claim only when a useful batch fits, instead of one row per freed slot.
       const want = Math.min(config.claimBatchSize, room);
       if (want < Math.min(config.claimBatchSize, config.dispatchConcurrency) / 4) {
-        this.waitingForCapacity = true;
-        await this.sleep(config.pollIntervalMs);
-        this.waitingForCapacity = false;
+        await this.waitForCapacity(config.pollIntervalMs);
         continue;
       }
       try {
-        const claimed = await claimDue(sql, want, config.leaseSeconds);
+        const saturated = this.local.saturated();
+        const claimed = await claimDue(sql, { limit: want, leaseSeconds: config.leaseSeconds, saturated });
         failures = 0;
-        if (claimed.length > 0) await this.enqueueLocal(claimed);
-        if (claimed.length === want) continue; // likely more due right now
+        if (claimed.length > 0) {
+          await this.enqueueLocal(claimed);
+          continue; // there may be more due right now
+        }
         const next = await nextDueAt(sql);
-        const untilDue = next ? Math.max(1, next.getTime() - Date.now()) : config.pollIntervalMs;
-        await this.sleep(Math.min(untilDue, config.pollIntervalMs));
+        const untilDue = next ? next.getTime() - Date.now() : config.pollIntervalMs;
+        // Due rows that the claim did not take belong to saturated, limited or broken
+        // endpoints: look again soon, or as soon as a slot frees up.
+        if (untilDue <= 0) await this.waitForCapacity(BUSY_RECHECK_MS);
+        else await this.sleep(Math.min(untilDue, config.pollIntervalMs));
       } catch (error) {
         failures++;
         log.error({ errorName: (error as Error).name, message: (error as Error).message }, 'claim failed');
@@ -129,24 +133,26 @@ export class Dispatcher {
     }
   }
 
+  private async waitForCapacity(maxMs: number): Promise<void> {
+    this.waitingForCapacity = true;
+    await this.sleep(maxMs);
+    this.waitingForCapacity = false;
+  }
+
   private async enqueueLocal(claimed: ClaimedDelivery[]): Promise<void> {
     const endpoints = await this.endpoints.getMany(claimed.map((c) => c.endpointId));
-    for (const job of claimed) this.queue.push({ job, endpoint: endpoints.get(job.endpointId) });
+    for (const job of claimed) this.local.push(job.endpointId, { job, endpoint: endpoints.get(job.endpointId) });
     this.startSends();
   }
 
   private startSends(): void {
-    while (this.inFlight < this.deps.config.dispatchConcurrency && this.queued > 0 && !this.stopping) {
-      const next = this.queue[this.head]!;
-      this.queue[this.head] = undefined as never;
-      this.head++;
-      if (this.head > 1024 && this.head * 2 > this.queue.length) {
-        this.queue = this.queue.slice(this.head);
-        this.head = 0;
-      }
+    while (this.inFlight < this.deps.config.dispatchConcurrency && !this.stopping) {
+      const next = this.local.take();
+      if (!next) return;
       this.inFlight++;
-      void this.deliver(next.job, next.endpoint).finally(() => {
+      void this.deliver(next.item.job, next.item.endpoint).finally(() => {
         this.inFlight--;
+        this.local.done(next.endpointId);
         this.startSends();
         if (this.waitingForCapacity) this.wake();
         if (this.inFlight === 0) for (const resolve of this.idleResolvers.splice(0)) resolve();
@@ -156,7 +162,7 @@ export class Dispatcher {
 
   private async deliver(job: ClaimedDelivery, endpoint: DispatchEndpoint | undefined): Promise<void> {
     if (!endpoint || !endpoint.enabled) {
-      // Disabled between claim and send: hand it back uncharged (it is parked by the disable).
+      // Disabled between claim and send: hand it back uncharged and parked.
       await releaseClaims(this.deps.sql, [job], 'park').catch(() => {});
       return;
     }
@@ -192,30 +198,6 @@ export class Dispatcher {
     });
   }
 
-  /** After results are stored: 410 Gone disables the endpoint (its queued deliveries are kept). */
-  private async afterWrite(batch: CompletedAttempt[]): Promise<void> {
-    const gone = [...new Set(batch.filter((r) => r.statusCode === 410).map((r) => r.endpointId))];
-    if (gone.length > 0) {
-      await disableEndpoints(this.deps.sql, gone, 'endpoint answered 410 Gone');
-      this.deps.log.warn({ endpoints: gone }, 'endpoints disabled after 410 Gone');
-    }
-  }
-
-  private async reap(): Promise<void> {
-    try {
-      const reaped = await reapExpiredLeases(this.deps.sql, this.deps.config.maxAttempts);
-      if (reaped > 0) {
-        this.deps.log.warn({ reaped }, 'returned deliveries with expired leases to the queue');
-        this.wake();
-      }
-    } catch (error) {
-      this.deps.log.error(
-        { errorName: (error as Error).name, message: (error as Error).message },
-        'reaper failed',
-      );
-    }
-  }
-
   /**
    * Graceful stop: no new claims, unsent claims handed back uncharged, in-flight attempts given
    * until the deadline (then aborted and recorded as retryable), results written, pools closed.
@@ -223,13 +205,11 @@ export class Dispatcher {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    if (this.reaper) clearInterval(this.reaper);
+    this.stopMaintenance?.();
     this.wake();
     await this.loop;
     await this.unlisten?.().catch(() => {});
-    const unsent = this.queue.slice(this.head).map((q) => q.job);
-    this.queue = [];
-    this.head = 0;
+    const unsent = this.local.drain().map((q) => q.job);
     const released = await releaseClaims(this.deps.sql, unsent).catch(() => 0);
     if (this.inFlight > 0) {
       const idle = new Promise<void>((resolve) => this.idleResolvers.push(resolve));

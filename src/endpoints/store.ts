@@ -96,6 +96,13 @@ export class EndpointStore {
     return row && toEndpoint(row);
   }
 
+  async getMany(ids: string[]): Promise<Endpoint[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.sql<EndpointRow[]>`
+      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints WHERE id = ANY(${ids}::text[]) AND deleted_at IS NULL`;
+    return rows.map(toEndpoint);
+  }
+
   /** Keyset page in creation order. */
   async list(limit: number, after?: string): Promise<Endpoint[]> {
     const rows = await this.sql<EndpointRow[]>`

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { type Receiver, startReceiver, waitFor } from '../helpers.js';
 import { freePort, runHookpost } from './process.js';
 
 const exec = promisify(execFile);
@@ -23,16 +24,23 @@ function quickStart(banner: string): string {
 describe('hookpost start on the embedded PostgreSQL (no DATABASE_URL)', () => {
   let dataDir: string;
   let env: Record<string, string>;
+  let receiver: Receiver;
   before(async () => {
+    receiver = await startReceiver();
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'hookpost-start-'));
     await chmod(dataDir, 0o755);
     env = {
       HOOKPOST_DATA_DIR: dataDir,
       PORT: String(await freePort()),
       HOOKPOST_EMBEDDED_PG_PORT: String(await freePort()),
+      // The quick start's example URL is swapped for a local receiver below.
+      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
     };
   });
-  after(() => rm(dataDir, { recursive: true, force: true }));
+  after(async () => {
+    await receiver.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
 
   it('serves the API, prints a working quick start, and keeps data and token across restarts', async () => {
     const first = runHookpost(['start'], env);
@@ -42,10 +50,13 @@ describe('hookpost start on the embedded PostgreSQL (no DATABASE_URL)', () => {
       assert.match(banner, /Admin token \(generated now/);
       const mode = (await stat(path.join(dataDir, 'admin-token'))).mode & 0o777;
       assert.equal(mode, 0o600);
-      const script = `${quickStart(banner)}\necho; echo "EP=$EP"`;
+      assert.match(banner, /https:\/\/example\.com\/webhooks/);
+      const script = `${quickStart(banner).replace('https://example.com/webhooks', receiver.url)}\necho; echo "EP=$EP"`;
       const { stdout } = await exec('bash', ['-c', script], { cwd: dataDir });
       assert.match(stdout, /"message_id":"msg_[0-9a-f]+"/, stdout);
       assert.match(stdout, /EP=ep_[0-9a-f]{32}/);
+      const arrived = await waitFor('the quick-start delivery', () => receiver.requests[0]);
+      assert.equal(arrived?.body.toString(), '{"order_id": 42}');
       const ready = await fetch(`http://127.0.0.1:${env.PORT}/readyz`);
       assert.equal(ready.status, 200);
       assert.equal((await fetch(`http://127.0.0.1:${env.PORT}/healthz`)).status, 200);

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { claimDue as claim } from '../../src/deliveries/claim.js';
 import {
   type CompletedAttempt,
-  claimDue,
   completeAttempts,
   reapExpiredLeases,
   releaseClaims,
 } from '../../src/deliveries/queue.js';
 import { createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
+
+const claimDue = (sql: TestDatabase['sql'], limit: number, leaseSeconds: number) =>
+  claim(sql, { limit, leaseSeconds, saturated: [] });
 
 function result(
   claim: { id: string; endpointId: string; leaseToken: string; attempt: number },

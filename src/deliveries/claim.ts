@@ -1,0 +1,117 @@
+/**
+ * Claiming due deliveries: fair across endpoints, within each endpoint's limits, and honouring
+ * its circuit breaker. Why it is shaped this way: docs/architecture.md ("Claiming").
+ */
+import type { Sql } from '../db/connect.js';
+
+export interface ClaimedDelivery {
+  id: string;
+  messageId: string;
+  endpointId: string;
+  attempt: number;
+  leaseToken: string;
+  createdAt: Date;
+  payload: Buffer;
+}
+
+interface ClaimRow {
+  id: string;
+  message_id: string;
+  endpoint_id: string;
+  attempt_count: number;
+  lease_token: string;
+  created_at: Date;
+  payload: Buffer;
+}
+
+export interface ClaimOptions {
+  limit: number;
+  leaseSeconds: number;
+  /** Endpoints this process already has enough of (local fairness); not claimed this round. */
+  saturated: string[];
+}
+
+/**
+ * Claims up to about `limit` due deliveries in one short transaction, committed before any HTTP
+ * call:
+ * 1. lock the health rows of rate- or concurrency-limited endpoints (SKIP LOCKED: another
+ *    dispatcher claiming for one of them right now means we leave it alone this round), so the
+ *    counts read next are exact across processes;
+ * 2. one statement: find endpoints with waiting rows (loose index scan), give each an allowance
+ *    (a fair share of `limit`, minus its in-flight count under max_in_flight, within its token
+ *    bucket; only the probe while its breaker is not closed), take each one's oldest due rows
+ *    with SKIP LOCKED, lease them, charge the tokens, and return them with their payloads.
+ */
+export async function claimDue(sql: Sql, options: ClaimOptions): Promise<ClaimedDelivery[]> {
+  const rows = await sql.begin(async (tx) => {
+    const limited = await tx<{ id: string; mine: boolean }[]>`
+      WITH mine AS (
+        SELECT h.endpoint_id FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id
+        WHERE e.enabled AND (e.max_in_flight IS NOT NULL OR e.rate_limit_per_second IS NOT NULL)
+        FOR UPDATE OF h SKIP LOCKED
+      )
+      SELECT e.id, e.id IN (SELECT endpoint_id FROM mine) AS mine FROM endpoints e
+      WHERE e.enabled AND (e.max_in_flight IS NOT NULL OR e.rate_limit_per_second IS NOT NULL)`;
+    const skip = [...options.saturated, ...limited.filter((l) => !l.mine).map((l) => l.id)];
+    return tx<ClaimRow[]>`
+      WITH RECURSIVE waiting AS (
+        (SELECT endpoint_id FROM delivery_queue WHERE lease_expires_at IS NULL ORDER BY endpoint_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT q.endpoint_id FROM delivery_queue q
+                WHERE q.lease_expires_at IS NULL AND q.endpoint_id > w.endpoint_id
+                ORDER BY q.endpoint_id LIMIT 1)
+        FROM waiting w WHERE w.endpoint_id IS NOT NULL
+      ),
+      active AS (
+        SELECT w.endpoint_id FROM waiting w WHERE w.endpoint_id IS NOT NULL AND NOT (w.endpoint_id = ANY(${skip}::text[]))
+      ),
+      allowance AS (
+        SELECT e.id AS endpoint_id, h.state, h.probe_delivery_id,
+          e.rate_limit_per_second AS rate,
+          -- a bucket holds at most a fifth of a second's worth (at least 1): small bursts only
+          LEAST(greatest(1, e.rate_limit_per_second / 5),
+                coalesce(h.tokens, greatest(1, e.rate_limit_per_second / 5))
+                  + e.rate_limit_per_second * extract(epoch FROM now() - coalesce(h.tokens_at, now()))) AS tokens,
+          LEAST(
+            ceil(${options.limit}::float8 / (SELECT count(*) FROM active))::int + 1,
+            CASE WHEN e.max_in_flight IS NULL THEN ${options.limit}
+                 ELSE e.max_in_flight - (SELECT count(*) FROM delivery_queue l
+                                          WHERE l.endpoint_id = e.id AND l.lease_expires_at IS NOT NULL)::int END
+          ) AS slots
+        FROM active a JOIN endpoints e ON e.id = a.endpoint_id AND e.enabled
+        JOIN endpoint_health h ON h.endpoint_id = e.id
+      ),
+      picked AS (
+        SELECT p.delivery_id, a.endpoint_id FROM allowance a CROSS JOIN LATERAL (
+          SELECT q.delivery_id FROM delivery_queue q
+          WHERE q.endpoint_id = a.endpoint_id AND q.lease_expires_at IS NULL AND q.next_attempt_at <= now()
+            AND (a.state = 'closed' OR q.delivery_id = a.probe_delivery_id)
+          ORDER BY q.next_attempt_at
+          LIMIT greatest(0, LEAST(a.slots, CASE WHEN a.rate IS NULL THEN a.slots ELSE floor(a.tokens)::int END))
+          FOR UPDATE SKIP LOCKED
+        ) p
+      ),
+      charged AS (
+        UPDATE endpoint_health h SET tokens = a.tokens - c.n, tokens_at = now()
+        FROM (SELECT endpoint_id, count(*) AS n FROM picked GROUP BY endpoint_id) c
+        JOIN allowance a ON a.endpoint_id = c.endpoint_id
+        WHERE h.endpoint_id = c.endpoint_id AND a.rate IS NOT NULL
+      )
+      UPDATE delivery_queue q SET
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + make_interval(secs => ${options.leaseSeconds}),
+        attempt_count = q.attempt_count + 1
+      FROM picked, messages m
+      WHERE q.delivery_id = picked.delivery_id AND m.id = q.message_id
+      RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token, m.created_at, m.payload`;
+  });
+  return rows.map((r) => ({
+    id: r.id,
+    messageId: r.message_id,
+    endpointId: r.endpoint_id,
+    attempt: r.attempt_count,
+    leaseToken: r.lease_token,
+    createdAt: r.created_at,
+    payload: r.payload,
+  }));
+}

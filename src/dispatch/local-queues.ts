@@ -1,0 +1,74 @@
+/**
+ * The dispatcher's local buffer of claimed deliveries: one FIFO per endpoint, served round-robin,
+ * and a cap on how many HTTP slots one endpoint may hold in this process. A partner that hangs
+ * every request to the timeout can then occupy at most its share of the slots, and its claimed
+ * backlog never sits in front of other endpoints' work.
+ */
+export class LocalQueues<T> {
+  private readonly queues = new Map<string, T[]>();
+  private readonly inFlight = new Map<string, number>();
+  /** Endpoints with queued items, in service order. */
+  private ring: string[] = [];
+  private cursor = 0;
+  private total = 0;
+
+  constructor(private readonly perEndpointSlots: number) {}
+
+  get queued(): number {
+    return this.total;
+  }
+
+  push(endpointId: string, item: T): void {
+    let queue = this.queues.get(endpointId);
+    if (!queue) {
+      queue = [];
+      this.queues.set(endpointId, queue);
+      this.ring.push(endpointId);
+    }
+    queue.push(item);
+    this.total++;
+  }
+
+  /** The next item from the next endpoint (round-robin) that has a free slot, marked in flight. */
+  take(): { endpointId: string; item: T } | undefined {
+    for (let checked = 0; checked < this.ring.length; checked++) {
+      if (this.cursor >= this.ring.length) this.cursor = 0;
+      const endpointId = this.ring[this.cursor]!;
+      this.cursor++;
+      if ((this.inFlight.get(endpointId) ?? 0) >= this.perEndpointSlots) continue;
+      const queue = this.queues.get(endpointId)!;
+      const item = queue.shift()!;
+      this.total--;
+      if (queue.length === 0) {
+        this.queues.delete(endpointId);
+        this.ring = this.ring.filter((id) => id !== endpointId);
+        this.cursor = Math.max(0, this.cursor - 1);
+      }
+      this.inFlight.set(endpointId, (this.inFlight.get(endpointId) ?? 0) + 1);
+      return { endpointId, item };
+    }
+    return undefined;
+  }
+
+  done(endpointId: string): void {
+    const n = (this.inFlight.get(endpointId) ?? 1) - 1;
+    if (n <= 0) this.inFlight.delete(endpointId);
+    else this.inFlight.set(endpointId, n);
+  }
+
+  /** Endpoints holding at least twice their slot share here (in flight + queued): claim no more. */
+  saturated(): string[] {
+    const load = new Map(this.inFlight);
+    for (const [id, queue] of this.queues) load.set(id, (load.get(id) ?? 0) + queue.length);
+    return [...load].filter(([, n]) => n >= this.perEndpointSlots * 2).map(([id]) => id);
+  }
+
+  /** Removes and returns everything still queued (shutdown). */
+  drain(): T[] {
+    const items = [...this.queues.values()].flat();
+    this.queues.clear();
+    this.ring = [];
+    this.total = 0;
+    return items;
+  }
+}

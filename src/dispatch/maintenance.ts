@@ -1,0 +1,59 @@
+/**
+ * Periodic background work of a dispatcher, safe to run in every process at once: the lease
+ * reaper, the breaker tick (probes, parking, auto-disable) and the percentile refresh.
+ */
+import type { Config } from '../config.js';
+import type { Sql } from '../db/connect.js';
+import { reapExpiredLeases } from '../deliveries/queue.js';
+import { type BreakerPolicy, breakerTick } from '../endpoints/breaker.js';
+import { refreshHealthPercentiles } from '../endpoints/latency.js';
+import type { Logger } from '../log.js';
+
+export function breakerPolicy(config: Config): BreakerPolicy {
+  return {
+    threshold: config.breakerThreshold,
+    cooldownSeconds: config.breakerCooldownSeconds,
+    maxCooldownSeconds: config.breakerMaxCooldownSeconds,
+    disableAfterSeconds: config.disableAfterSeconds,
+  };
+}
+
+/** Starts the timers; `onWork` is called when something became due (wake the claim loop). */
+export function startMaintenance(sql: Sql, config: Config, log: Logger, onWork: () => void): () => void {
+  const policy = breakerPolicy(config);
+  const guarded = (name: string, task: () => Promise<void>) => {
+    let running = false;
+    return () => {
+      if (running) return;
+      running = true;
+      task()
+        .catch((error: Error) => log.error({ task: name, errorName: error.name, message: error.message }, 'maintenance failed'))
+        .finally(() => {
+          running = false;
+        });
+    };
+  };
+  const reap = guarded('reaper', async () => {
+    const reaped = await reapExpiredLeases(sql, config.maxAttempts);
+    if (reaped > 0) {
+      log.warn({ reaped }, 'returned deliveries with expired leases to the queue');
+      onWork();
+    }
+  });
+  const tick = guarded('breaker', async () => {
+    const disabled = await breakerTick(sql, policy);
+    if (disabled.length > 0) log.warn({ endpoints: disabled }, 'endpoints disabled after failing continuously');
+    onWork();
+  });
+  const percentiles = guarded('percentiles', () => refreshHealthPercentiles(sql));
+  // Lease expiry is checked a few times per lease; cooldowns a few times per cooldown, within
+  // 50 ms .. 1 s, so fractional test cooldowns and 5-minute production ones both work.
+  const timers = [
+    setInterval(reap, Math.min(15_000, Math.max(100, (config.leaseSeconds * 1000) / 4))),
+    setInterval(tick, Math.min(1000, Math.max(50, (config.breakerCooldownSeconds * 1000) / 5))),
+    setInterval(percentiles, 30_000),
+  ];
+  return () => {
+    for (const t of timers) clearInterval(t);
+  };
+}

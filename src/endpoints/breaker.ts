@@ -1,0 +1,176 @@
+/**
+ * The circuit breaker, one per endpoint, its state in endpoint_health so every dispatcher process
+ * sees the same one. closed → open after N consecutive failures; while open the endpoint's queued
+ * deliveries are parked (not sent, not charged); after the cooldown exactly one probe is released
+ * (half_open); a failed probe re-opens with the cooldown doubled up to the maximum, a success
+ * closes the circuit and releases everything.
+ */
+import type { Sql } from '../db/connect.js';
+
+export interface BreakerPolicy {
+  threshold: number;
+  cooldownSeconds: number;
+  maxCooldownSeconds: number;
+  disableAfterSeconds: number;
+}
+
+/**
+ * Endpoints whose p95 is above this trip after half the usual failures: each failure of a slow
+ * endpoint holds an HTTP slot for seconds, so waiting for the full count wastes many
+ * slot-seconds; half (never below 1) still needs several failures in a row, so one slow outlier
+ * does not open the circuit. 5 s is the seed's "investigate now" level for p95.
+ */
+export const SLOW_P95_MS = 5000;
+
+export interface OutcomeSummary {
+  endpointId: string;
+  hadSuccess: boolean;
+  /** Failures after the last success in this batch (all of them when there was none). */
+  trailingFailures: number;
+  failures: number;
+}
+
+/**
+ * Folds a batch of attempt outcomes (in completion order) into one summary per endpoint. Only
+ * retryable failures count against the breaker: a 4xx proves the endpoint is up and answering.
+ */
+export function summarizeOutcomes(
+  results: { endpointId: string; outcome: 'success' | 'retryable' | 'permanent' }[],
+): OutcomeSummary[] {
+  const byEndpoint = new Map<string, OutcomeSummary>();
+  for (const r of results) {
+    if (r.outcome === 'permanent') continue;
+    let s = byEndpoint.get(r.endpointId);
+    if (!s) {
+      s = { endpointId: r.endpointId, hadSuccess: false, trailingFailures: 0, failures: 0 };
+      byEndpoint.set(r.endpointId, s);
+    }
+    if (r.outcome === 'success') {
+      s.hadSuccess = true;
+      s.trailingFailures = 0;
+    } else {
+      s.failures++;
+      s.trailingFailures++;
+    }
+  }
+  return [...byEndpoint.values()];
+}
+
+/**
+ * Applies a batch's outcomes to the breakers in one statement, and parks or releases the queued
+ * deliveries of endpoints whose circuit just opened or closed. `failedDeliveryIds` tells whether
+ * a half-open endpoint's probe failed.
+ */
+export async function applyOutcomes(
+  sql: Sql,
+  summaries: OutcomeSummary[],
+  failedDeliveryIds: string[],
+  policy: BreakerPolicy,
+): Promise<{ endpointId: string; from: string; to: string }[]> {
+  if (summaries.length === 0) return [];
+  const rows = await sql<{ endpoint_id: string; old_state: string; state: string }[]>`
+    WITH a AS (
+      SELECT * FROM unnest(${summaries.map((s) => s.endpointId)}::text[], ${summaries.map((s) => (s.hadSuccess ? 1 : 0))}::int[],
+                           ${summaries.map((s) => s.trailingFailures)}::int[], ${summaries.map((s) => s.failures)}::int[])
+        AS t(endpoint_id, success_flag, trailing_failures, failures)
+    ),
+    calc AS (
+      SELECT h.endpoint_id, h.state AS old_state, a.success_flag = 1 AS had_success, a.failures, a.trailing_failures,
+        CASE WHEN a.success_flag = 1 THEN a.trailing_failures ELSE h.consecutive_failures + a.trailing_failures END AS consecutive,
+        coalesce(h.probe_delivery_id = ANY(${failedDeliveryIds}::text[]), false) AS probe_failed,
+        CASE WHEN h.p95_ms > ${SLOW_P95_MS} THEN greatest(1, ceil(${policy.threshold} / 2.0)::int)
+             ELSE ${policy.threshold} END AS threshold
+      FROM endpoint_health h JOIN a ON a.endpoint_id = h.endpoint_id
+    ),
+    decided AS (
+      SELECT c.*, CASE
+        WHEN c.old_state = 'half_open' AND c.probe_failed AND NOT c.had_success THEN 'open'
+        WHEN c.consecutive >= c.threshold AND c.old_state <> 'open' AND (c.had_success OR c.old_state = 'closed') THEN 'open'
+        WHEN c.had_success THEN 'closed'
+        ELSE c.old_state END AS new_state
+      FROM calc c
+    ),
+    changed AS (
+      UPDATE endpoint_health h SET
+        consecutive_failures = d.consecutive,
+        state = d.new_state,
+        opened_at = CASE WHEN d.new_state = 'open' AND d.old_state <> 'open' THEN now() ELSE h.opened_at END,
+        cooldown_seconds = CASE
+          WHEN d.new_state = 'closed' THEN NULL
+          WHEN d.old_state = 'half_open' AND d.new_state = 'open'
+            THEN LEAST(${policy.maxCooldownSeconds}, coalesce(h.cooldown_seconds, ${policy.cooldownSeconds}) * 2)
+          WHEN d.old_state = 'closed' AND d.new_state = 'open' THEN ${policy.cooldownSeconds}
+          ELSE h.cooldown_seconds END,
+        probe_delivery_id = CASE WHEN d.new_state = 'half_open' THEN h.probe_delivery_id END,
+        last_success_at = CASE WHEN d.had_success THEN now() ELSE h.last_success_at END,
+        last_failure_at = CASE WHEN d.failures > 0 THEN now() ELSE h.last_failure_at END,
+        failing_since = CASE WHEN d.consecutive = 0 THEN NULL
+                             WHEN d.had_success OR h.failing_since IS NULL THEN now()
+                             ELSE h.failing_since END,
+        updated_at = now()
+      FROM decided d WHERE h.endpoint_id = d.endpoint_id
+      RETURNING h.endpoint_id, d.old_state, h.state
+    ),
+    parked AS (
+      UPDATE delivery_queue q SET next_attempt_at = 'infinity'
+      FROM changed c
+      WHERE q.endpoint_id = c.endpoint_id AND c.state = 'open' AND c.old_state <> 'open' AND q.lease_expires_at IS NULL
+    ),
+    released AS (
+      UPDATE delivery_queue q SET next_attempt_at = now()
+      FROM changed c JOIN endpoints e ON e.id = c.endpoint_id AND e.enabled
+      WHERE q.endpoint_id = c.endpoint_id AND c.state = 'closed' AND c.old_state <> 'closed'
+        AND q.next_attempt_at = 'infinity' AND q.lease_expires_at IS NULL
+    )
+    SELECT endpoint_id, old_state, state FROM changed WHERE old_state <> state`;
+  return rows.map((r) => ({ endpointId: r.endpoint_id, from: r.old_state, to: r.state }));
+}
+
+/**
+ * Periodic work, safe to run in every dispatcher at once: releases exactly one probe for each
+ * open circuit whose cooldown is over (or a half-open one whose probe went away), keeps retries
+ * of non-closed circuits parked, and disables endpoints failing for longer than allowed.
+ * Returns the ids of endpoints that were just disabled.
+ */
+export async function breakerTick(sql: Sql, policy: BreakerPolicy): Promise<string[]> {
+  await sql`
+    WITH due AS (
+      SELECT h.endpoint_id FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id AND e.enabled
+      WHERE (h.state = 'open' AND h.opened_at + make_interval(secs => h.cooldown_seconds) <= now())
+         OR (h.state = 'half_open' AND NOT EXISTS (
+               SELECT 1 FROM delivery_queue q WHERE q.delivery_id = h.probe_delivery_id))
+      FOR UPDATE OF h SKIP LOCKED
+    ),
+    probe AS (
+      SELECT d.endpoint_id,
+        (SELECT q.delivery_id FROM delivery_queue q
+         WHERE q.endpoint_id = d.endpoint_id AND q.lease_expires_at IS NULL
+         ORDER BY q.next_attempt_at LIMIT 1) AS delivery_id
+      FROM due d
+    ),
+    armed AS (
+      UPDATE delivery_queue q SET next_attempt_at = now() FROM probe p WHERE q.delivery_id = p.delivery_id
+    )
+    UPDATE endpoint_health h SET state = 'half_open', probe_delivery_id = p.delivery_id, updated_at = now()
+    FROM probe p WHERE h.endpoint_id = p.endpoint_id`;
+  await sql`
+    UPDATE delivery_queue q SET next_attempt_at = 'infinity'
+    FROM endpoint_health h
+    WHERE h.state <> 'closed' AND q.endpoint_id = h.endpoint_id AND q.lease_expires_at IS NULL
+      AND q.next_attempt_at < 'infinity' AND q.delivery_id IS DISTINCT FROM h.probe_delivery_id`;
+  const disabled = await sql<{ id: string }[]>`
+    WITH failing AS (
+      UPDATE endpoints e SET enabled = false, disabled_at = now(), updated_at = now(),
+        disabled_reason = 'failing continuously since ' || to_char(h.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+      FROM endpoint_health h
+      WHERE h.endpoint_id = e.id AND e.enabled
+        AND h.failing_since < now() - make_interval(secs => ${policy.disableAfterSeconds})
+      RETURNING e.id
+    ),
+    parked AS (
+      UPDATE delivery_queue q SET next_attempt_at = 'infinity'
+      WHERE q.endpoint_id IN (SELECT id FROM failing) AND q.lease_expires_at IS NULL
+    )
+    SELECT id FROM failing`;
+  return disabled.map((r) => r.id);
+}
