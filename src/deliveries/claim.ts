@@ -29,6 +29,8 @@ export interface ClaimOptions {
   leaseSeconds: number;
   /** Endpoints this process already has enough of (local fairness); not claimed this round. */
   saturated: string[];
+  /** The most one endpoint may get in one claim (its share of this process's buffer). */
+  perEndpointLimit: number;
 }
 
 /**
@@ -74,6 +76,7 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
                   + e.rate_limit_per_second * extract(epoch FROM now() - coalesce(h.tokens_at, now()))) AS tokens,
           LEAST(
             ceil(${options.limit}::float8 / (SELECT count(*) FROM active))::int + 1,
+            ${options.perEndpointLimit}::int,
             CASE WHEN e.max_in_flight IS NULL THEN ${options.limit}
                  ELSE e.max_in_flight - (SELECT count(*) FROM delivery_queue l
                                           WHERE l.endpoint_id = e.id AND l.lease_expires_at IS NOT NULL)::int END

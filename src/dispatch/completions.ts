@@ -11,11 +11,13 @@ export class CompletionWriter {
   private pending: CompletedAttempt[] = [];
   private flushing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private followUps: CompletedAttempt[] = [];
+  private followUpRunning: Promise<void> | undefined;
 
   constructor(
     private readonly sql: Sql,
     private readonly log: Logger,
-    private readonly onWritten: (batch: CompletedAttempt[], applied: Set<string>) => Promise<void> | void,
+    private readonly onWritten: (batch: CompletedAttempt[]) => Promise<void>,
     private readonly maxBatch = 1000,
     private readonly delayMs = 2,
   ) {}
@@ -49,10 +51,7 @@ export class CompletionWriter {
             'results for deliveries whose lease was taken over were not applied',
           );
         }
-        // Follow-up work (breakers, latency) failing must not re-write stored results.
-        await Promise.resolve(this.onWritten(batch, applied)).catch((error: Error) =>
-          this.log.error({ errorName: error.name, message: error.message }, 'after-write step failed'),
-        );
+        this.queueFollowUp(batch.filter((r) => applied.has(r.deliveryId)));
       } catch (error) {
         failures++;
         this.log.error(
@@ -71,11 +70,32 @@ export class CompletionWriter {
     }
   }
 
-  /** Writes everything still waiting; resolves when done. */
+  /**
+   * Follow-up work (breakers, latency, 410) runs beside the result writes, never in front of
+   * them: results accumulated while one follow-up runs are handled together by the next, in
+   * order. A follow-up failing is logged; the stored results stand.
+   */
+  private queueFollowUp(batch: CompletedAttempt[]): void {
+    if (batch.length === 0) return;
+    this.followUps.push(...batch);
+    this.followUpRunning ??= (async () => {
+      while (this.followUps.length > 0) {
+        const next = this.followUps.splice(0);
+        await this.onWritten(next).catch((error: Error) =>
+          this.log.error({ errorName: error.name, message: error.message }, 'after-write step failed'),
+        );
+      }
+    })().finally(() => {
+      this.followUpRunning = undefined;
+    });
+  }
+
+  /** Writes everything still waiting, and its follow-ups; resolves when done. */
   async drain(): Promise<void> {
-    while (this.flushing || this.pending.length > 0) {
+    while (this.flushing || this.pending.length > 0 || this.followUpRunning) {
       this.startFlush();
       await this.flushing;
+      await this.followUpRunning;
     }
   }
 }

@@ -60,7 +60,11 @@ export class Dispatcher {
       userAgent: deps.userAgent,
     });
     this.endpoints = new EndpointCache(deps.sql, deps.secrets);
-    this.completions = new CompletionWriter(deps.sql, deps.log, createOutcomeHandler(deps.sql, config, deps.log));
+    this.completions = new CompletionWriter(
+      deps.sql,
+      deps.log,
+      createOutcomeHandler(deps.sql, config, deps.log),
+    );
     this.policy = {
       baseSeconds: config.retryBaseSeconds,
       capSeconds: config.retryCapSeconds,
@@ -80,7 +84,9 @@ export class Dispatcher {
   async start(): Promise<void> {
     const listener = await this.deps.sql.listen(WAKEUP_CHANNEL, () => this.wake());
     this.unlisten = listener.unlisten;
-    this.stopMaintenance = startMaintenance(this.deps.sql, this.deps.config, this.deps.log, () => this.wake());
+    this.stopMaintenance = startMaintenance(this.deps.sql, this.deps.config, this.deps.log, () =>
+      this.wake(),
+    );
     this.loop = this.claimLoop();
   }
 
@@ -104,7 +110,8 @@ export class Dispatcher {
     const { config, log, sql } = this.deps;
     let failures = 0;
     while (!this.stopping) {
-      const room = this.highWater - this.local.queued - this.inFlight;
+      const { saturated, queuedElsewhere } = this.local.load();
+      const room = this.highWater - queuedElsewhere - this.inFlight;
       // Claim only when a useful batch fits, instead of one row per freed slot.
       const want = Math.min(config.claimBatchSize, room);
       if (want < Math.min(config.claimBatchSize, config.dispatchConcurrency) / 4) {
@@ -112,8 +119,12 @@ export class Dispatcher {
         continue;
       }
       try {
-        const saturated = this.local.saturated();
-        const claimed = await claimDue(sql, { limit: want, leaseSeconds: config.leaseSeconds, saturated });
+        const claimed = await claimDue(sql, {
+          limit: want,
+          leaseSeconds: config.leaseSeconds,
+          saturated,
+          perEndpointLimit: this.local.perEndpointLimit,
+        });
         failures = 0;
         if (claimed.length > 0) {
           await this.enqueueLocal(claimed);
@@ -141,7 +152,8 @@ export class Dispatcher {
 
   private async enqueueLocal(claimed: ClaimedDelivery[]): Promise<void> {
     const endpoints = await this.endpoints.getMany(claimed.map((c) => c.endpointId));
-    for (const job of claimed) this.local.push(job.endpointId, { job, endpoint: endpoints.get(job.endpointId) });
+    for (const job of claimed)
+      this.local.push(job.endpointId, { job, endpoint: endpoints.get(job.endpointId) });
     this.startSends();
   }
 

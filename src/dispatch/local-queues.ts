@@ -56,11 +56,26 @@ export class LocalQueues<T> {
     else this.inFlight.set(endpointId, n);
   }
 
-  /** Endpoints holding at least twice their slot share here (in flight + queued): claim no more. */
-  saturated(): string[] {
-    const load = new Map(this.inFlight);
-    for (const [id, queue] of this.queues) load.set(id, (load.get(id) ?? 0) + queue.length);
-    return [...load].filter(([, n]) => n >= this.perEndpointSlots * 2).map(([id]) => id);
+  /** How many items one endpoint may hold here (in flight + queued) before we stop claiming for it. */
+  get perEndpointLimit(): number {
+    return this.perEndpointSlots * 2;
+  }
+
+  /**
+   * Endpoints at their limit here (claim no more for them), and how many items are queued for
+   * the others: a saturated endpoint's waiting items must not use up the room to claim for the
+   * rest, or a hanging endpoint would stall everyone through the buffer instead of the slots.
+   */
+  load(): { saturated: string[]; queuedElsewhere: number } {
+    const saturated: string[] = [];
+    let queuedElsewhere = 0;
+    const ids = new Set([...this.inFlight.keys(), ...this.queues.keys()]);
+    for (const id of ids) {
+      const queued = this.queues.get(id)?.length ?? 0;
+      if ((this.inFlight.get(id) ?? 0) + queued >= this.perEndpointLimit) saturated.push(id);
+      else queuedElsewhere += queued;
+    }
+    return { saturated, queuedElsewhere };
   }
 
   /** Removes and returns everything still queued (shutdown). */

@@ -27,7 +27,9 @@ export function startMaintenance(sql: Sql, config: Config, log: Logger, onWork: 
       if (running) return;
       running = true;
       task()
-        .catch((error: Error) => log.error({ task: name, errorName: error.name, message: error.message }, 'maintenance failed'))
+        .catch((error: Error) =>
+          log.error({ task: name, errorName: error.name, message: error.message }, 'maintenance failed'),
+        )
         .finally(() => {
           running = false;
         });
@@ -42,7 +44,8 @@ export function startMaintenance(sql: Sql, config: Config, log: Logger, onWork: 
   });
   const tick = guarded('breaker', async () => {
     const disabled = await breakerTick(sql, policy);
-    if (disabled.length > 0) log.warn({ endpoints: disabled }, 'endpoints disabled after failing continuously');
+    if (disabled.length > 0)
+      log.warn({ endpoints: disabled }, 'endpoints disabled after failing continuously');
     onWork();
   });
   const percentiles = guarded('percentiles', () => refreshHealthPercentiles(sql));

@@ -65,7 +65,10 @@ export function summarize(buckets: number[]): LatencySummary {
 }
 
 /** Adds attempt durations to the current minute's histogram of each endpoint: one statement. */
-export async function recordLatencies(sql: Sql, samples: { endpointId: string; durationMs: number }[]): Promise<void> {
+export async function recordLatencies(
+  sql: Sql,
+  samples: { endpointId: string; durationMs: number }[],
+): Promise<void> {
   if (samples.length === 0) return;
   const byEndpoint = new Map<string, number[]>();
   for (const s of samples) {

@@ -10,7 +10,7 @@ import {
 import { createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
 
 const claimDue = (sql: TestDatabase['sql'], limit: number, leaseSeconds: number) =>
-  claim(sql, { limit, leaseSeconds, saturated: [] });
+  claim(sql, { limit, leaseSeconds, saturated: [], perEndpointLimit: 1000 });
 
 function result(
   claim: { id: string; endpointId: string; leaseToken: string; attempt: number },
