@@ -141,3 +141,24 @@ export async function startTestDispatcher(db: TestDatabase, env: Record<string, 
   await dispatcher.start();
   return dispatcher;
 }
+
+type Send = Awaited<ReturnType<typeof createTestApp>>['send'];
+
+/** Enqueues `count` deliveries to one endpoint through the batch API, 1000 per request. */
+export async function enqueueMany(
+  send: Send,
+  endpointId: string,
+  count: number,
+  payload: (n: number) => unknown = (n) => ({ i: n }),
+  eventType = 'x',
+): Promise<void> {
+  for (let start = 0; start < count; start += 1000) {
+    const items = Array.from({ length: Math.min(1000, count - start) }, (_, i) => ({
+      endpoint_id: endpointId,
+      event_type: eventType,
+      payload: payload(start + i),
+    }));
+    const res = await send('POST', '/v1/deliveries/batch', { items });
+    if (res.status !== 202) throw new Error(`batch enqueue answered ${res.status}`);
+  }
+}

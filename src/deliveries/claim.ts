@@ -10,7 +10,6 @@ export interface ClaimedDelivery {
   endpointId: string;
   attempt: number;
   leaseToken: string;
-  createdAt: Date;
   payload: Buffer;
 }
 
@@ -20,7 +19,6 @@ interface ClaimRow {
   endpoint_id: string;
   attempt_count: number;
   lease_token: string;
-  created_at: Date;
   payload: Buffer;
 }
 
@@ -106,7 +104,7 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
         attempt_count = q.attempt_count + 1
       FROM picked, messages m
       WHERE q.delivery_id = picked.delivery_id AND m.id = q.message_id
-      RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token, m.created_at, m.payload`;
+      RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token, m.payload`;
   });
   return rows.map((r) => ({
     id: r.id,
@@ -114,7 +112,6 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
     endpointId: r.endpoint_id,
     attempt: r.attempt_count,
     leaseToken: r.lease_token,
-    createdAt: r.created_at,
     payload: r.payload,
   }));
 }

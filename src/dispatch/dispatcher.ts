@@ -173,7 +173,7 @@ export class Dispatcher {
   }
 
   private async deliver(job: ClaimedDelivery, endpoint: DispatchEndpoint | undefined): Promise<void> {
-    if (!endpoint || !endpoint.enabled) {
+    if (!endpoint?.enabled) {
       // Disabled between claim and send: hand it back uncharged and parked.
       await releaseClaims(this.deps.sql, [job], 'park').catch(() => {});
       return;

@@ -9,7 +9,7 @@ import dns from 'node:dns';
 import { EventEmitter } from 'node:events';
 import { Agent } from 'undici';
 import { type AttemptOutcome, isRetryableStatus, parseRetryAfter } from '../deliveries/retry-policy.js';
-import { isPrivateAddress } from '../endpoints/targets.js';
+import { isPrivateAddress, isPrivateHost } from '../endpoints/targets.js';
 
 export interface SendRequest {
   url: string;
@@ -134,9 +134,11 @@ function parseTarget(raw: string): Target {
   let target = targets.get(raw);
   if (!target) {
     const url = new URL(raw);
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    const privateHost = host === 'localhost' || isPrivateAddress(host);
-    target = { origin: url.origin, path: url.pathname + url.search, privateHost };
+    target = {
+      origin: url.origin,
+      path: url.pathname + url.search,
+      privateHost: isPrivateHost(url.hostname),
+    };
     if (targets.size > 10_000) targets.clear();
     targets.set(raw, target);
   }

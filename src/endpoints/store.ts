@@ -196,13 +196,4 @@ export class EndpointStore {
     });
     return ok ? secret : undefined;
   }
-
-  /** The secrets that sign right now, newest first, decrypted. */
-  async activeSecrets(id: string): Promise<string[]> {
-    const rows = await this.sql<{ secret: string }[]>`
-      SELECT secret FROM endpoint_secrets
-      WHERE endpoint_id = ${id} AND (expires_at IS NULL OR expires_at > now())
-      ORDER BY created_at DESC`;
-    return rows.map((r) => this.secrets.open(r.secret));
-  }
 }

@@ -15,6 +15,12 @@ export function isPrivateAddress(address: string): boolean {
   return parsed.range() !== 'unicast';
 }
 
+/** True for `localhost` names and literal addresses in non-public ranges ([v6] brackets allowed). */
+export function isPrivateHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host.endsWith('.localhost') || isPrivateAddress(host);
+}
+
 /** Returns a reason the URL is not allowed as a delivery target, or undefined when it is. */
 export function urlProblem(raw: string, allowPrivate: boolean): string | undefined {
   let url: URL;
@@ -27,8 +33,7 @@ export function urlProblem(raw: string, allowPrivate: boolean): string | undefin
   if (url.username || url.password) return 'must not contain credentials; use custom headers instead';
   if (url.hash) return 'must not contain a fragment';
   if (allowPrivate) return undefined;
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost' || host.endsWith('.localhost') || isPrivateAddress(host)) {
+  if (isPrivateHost(url.hostname)) {
     return 'points at a private or loopback address (set HOOKPOST_ALLOW_PRIVATE_TARGETS=true to allow)';
   }
   return undefined;

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import {
   createTestApp,
   createTestDatabase,
+  enqueueMany,
   type Receiver,
   startReceiver,
   startTestDispatcher,
@@ -35,16 +36,7 @@ describe('fairness, percentiles, auto-disable', () => {
     receivers.push(receiver);
     return (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id as string;
   }
-  async function enqueue(endpointId: string, count: number) {
-    for (let start = 0; start < count; start += 1000) {
-      const items = Array.from({ length: Math.min(1000, count - start) }, (_, i) => ({
-        endpoint_id: endpointId,
-        event_type: 'x',
-        payload: { i: start + i },
-      }));
-      assert.equal((await t.send('POST', '/v1/deliveries/batch', { items })).status, 202);
-    }
-  }
+  const enqueue = (endpointId: string, count: number) => enqueueMany(t.send, endpointId, count);
   /** Deliveries/s for `count` deliveries to a fresh fast endpoint, enqueue to last receipt. */
   async function drainRate(count: number) {
     const receiver = await startReceiver();

@@ -8,6 +8,7 @@ import { type HookpostProcess, runHookpost } from '../cli/process.js';
 import {
   createTestApp,
   createTestDatabase,
+  enqueueMany,
   type Receiver,
   startReceiver,
   type TestDatabase,
@@ -50,14 +51,7 @@ describe('endpoint limits and breaker with two dispatchers', () => {
     return (await (await t.send('POST', '/v1/endpoints', { url: receiver.url, ...extra })).json())
       .id as string;
   }
-  async function enqueue(endpointId: string, count: number) {
-    const items = Array.from({ length: count }, (_, i) => ({
-      endpoint_id: endpointId,
-      event_type: 'x',
-      payload: { i },
-    }));
-    assert.equal((await t.send('POST', '/v1/deliveries/batch', { items })).status, 202);
-  }
+  const enqueue = (endpointId: string, count: number) => enqueueMany(t.send, endpointId, count);
   const health = async (id: string) => (await t.send('GET', `/v1/endpoints/${id}/health`)).json();
   const delivered = async (id: string) =>
     (

@@ -8,6 +8,7 @@ import { runHookpost } from '../cli/process.js';
 import {
   createTestApp,
   createTestDatabase,
+  enqueueMany,
   type Receiver,
   startReceiver,
   type TestDatabase,
@@ -42,14 +43,7 @@ describe('dispatcher processes', () => {
 
   async function enqueue(count: number, tag: string) {
     const ep = (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id;
-    for (let start = 0; start < count; start += 1000) {
-      const items = Array.from({ length: Math.min(1000, count - start) }, (_, i) => ({
-        endpoint_id: ep,
-        event_type: tag,
-        payload: { tag, n: start + i },
-      }));
-      assert.equal((await t.send('POST', '/v1/deliveries/batch', { items })).status, 202);
-    }
+    await enqueueMany(t.send, ep, count, (n) => ({ tag, n }), tag);
     return ep as string;
   }
   const arrivals = (tag: string) =>
