@@ -87,7 +87,9 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
           SELECT q.delivery_id FROM delivery_queue q
           WHERE q.endpoint_id = a.endpoint_id AND q.lease_expires_at IS NULL AND q.next_attempt_at <= now()
             AND (a.state = 'closed' OR q.delivery_id = a.probe_delivery_id)
-          ORDER BY q.next_attempt_at
+          -- endpoint_id first, though it is fixed here: steers the planner to the per-endpoint
+          -- index instead of walking the global due index past every other endpoint's rows
+          ORDER BY q.endpoint_id, q.next_attempt_at
           LIMIT greatest(0, LEAST(a.slots, CASE WHEN a.rate IS NULL THEN a.slots ELSE floor(a.tokens)::int END))
           FOR UPDATE SKIP LOCKED
         ) p
