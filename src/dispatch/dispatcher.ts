@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
-import { type ClaimedDelivery, claimDue } from '../deliveries/claim.js';
+import { anyLimitedEndpoints, type ClaimedDelivery, claimDue } from '../deliveries/claim.js';
 import { nextDueAt, releaseClaims } from '../deliveries/queue.js';
 import { nextAttempt, type RetryPolicy } from '../deliveries/retry-policy.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
@@ -34,6 +34,8 @@ interface Job {
 
 /** With due rows only for saturated or rate-limited endpoints, re-check this often (ms). */
 const BUSY_RECHECK_MS = 20;
+/** A new rate or concurrency limit is honoured by claims within this long (ms). */
+const LIMITED_RECHECK_MS = 1000;
 
 export class Dispatcher {
   private readonly sender: Sender;
@@ -49,6 +51,8 @@ export class Dispatcher {
   private stopMaintenance: (() => void) | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private idleResolvers: (() => void)[] = [];
+  /** Whether limited endpoints exist (the claim's slower, locking path), re-checked each second. */
+  private limited = { exists: true, checkedAt: 0 };
 
   constructor(private readonly deps: DispatcherDeps) {
     const { config } = deps;
@@ -124,6 +128,7 @@ export class Dispatcher {
           leaseSeconds: config.leaseSeconds,
           saturated,
           perEndpointLimit: this.local.perEndpointLimit,
+          limitedEndpoints: await this.limitedEndpointsExist(),
         });
         failures = 0;
         if (claimed.length > 0) {
@@ -142,6 +147,13 @@ export class Dispatcher {
         await this.sleep(Math.min(5000, 100 * 2 ** failures));
       }
     }
+  }
+
+  private async limitedEndpointsExist(): Promise<boolean> {
+    if (Date.now() - this.limited.checkedAt > LIMITED_RECHECK_MS) {
+      this.limited = { exists: await anyLimitedEndpoints(this.deps.sql), checkedAt: Date.now() };
+    }
+    return this.limited.exists;
   }
 
   private async waitForCapacity(maxMs: number): Promise<void> {

@@ -10,7 +10,7 @@ import {
 import { createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
 
 const claimDue = (sql: TestDatabase['sql'], limit: number, leaseSeconds: number) =>
-  claim(sql, { limit, leaseSeconds, saturated: [], perEndpointLimit: 1000 });
+  claim(sql, { limit, leaseSeconds, saturated: [], perEndpointLimit: 1000, limitedEndpoints: false });
 
 function result(
   claim: { id: string; endpointId: string; leaseToken: string; attempt: number },
@@ -99,5 +99,27 @@ describe('queue: claims, leases, late finishers', () => {
     const [row] = await db.sql`SELECT status, last_error_class FROM deliveries WHERE id = ${claim!.id}`;
     assert.equal(row!.status, 'dead_letter');
     assert.equal(row!.last_error_class, 'lease_expired');
+  });
+
+  it('the one-statement claim leaves limited endpoints to the locking path', async () => {
+    const t = await createTestApp(db);
+    const limited = (
+      await (
+        await t.send('POST', '/v1/endpoints', { url: 'http://127.0.0.1:9/limited', max_in_flight: 2 })
+      ).json()
+    ).id as string;
+    const items = Array.from({ length: 4 }, (_, i) => ({
+      endpoint_id: limited,
+      event_type: 'q',
+      payload: { i },
+    }));
+    assert.equal((await t.send('POST', '/v1/deliveries/batch', { items })).status, 202);
+    const options = { limit: 100, leaseSeconds: 60, saturated: [], perEndpointLimit: 1000 };
+    const fast = await claim(db.sql, { ...options, limitedEndpoints: false });
+    assert.equal(fast.filter((c) => c.endpointId === limited).length, 0, 'not claimed without the lock step');
+    await releaseClaims(db.sql, fast);
+    const locked = await claim(db.sql, { ...options, limitedEndpoints: true });
+    assert.equal(locked.filter((c) => c.endpointId === limited).length, 2, 'max_in_flight 2 holds');
+    await releaseClaims(db.sql, locked);
   });
 });
