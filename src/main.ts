@@ -32,15 +32,17 @@ const COMMANDS: Record<string, Command> = {
   bench: {
     summary: 'built-in load test: deliveries/s, lag, and the no-queue ceiling',
     usage:
-      'hookpost bench [--n 20000] [--endpoints 10] [--payload-bytes 1024] [--rate R [--duration 10]]\n' +
+      'hookpost bench [--n 20000] [--endpoints 10] [--payload-bytes 1024] [--rate R [--duration 10]] [--drain]\n' +
       '  --rate R      offer a steady R deliveries/s and report lag percentiles at that rate\n' +
-      '  --duration S  seconds of steady load with --rate (default 10)',
+      '  --duration S  seconds of steady load with --rate (default 10)\n' +
+      '  --drain       enqueue all first, then time the dispatcher on the backlog and sample its memory',
     options: {
       n: { type: 'string' },
       endpoints: { type: 'string' },
       'payload-bytes': { type: 'string' },
       rate: { type: 'string' },
       duration: { type: 'string' },
+      drain: { type: 'boolean' },
     },
   },
 };
@@ -109,6 +111,7 @@ export async function main(argv: string[]): Promise<number> {
           payloadBytes: positiveNumber(values, 'payload-bytes', 1024),
           rate: values.rate === undefined ? undefined : positiveNumber(values, 'rate', 0, false),
           durationSeconds: positiveNumber(values, 'duration', 10, false),
+          drain: values.drain === true,
         });
       default: {
         const database = await openDatabase(config, log);

@@ -21,7 +21,9 @@ import { signatureHeader } from '../dispatch/signing.js';
 import { createSecretBox, secretKeyBytes } from '../endpoints/secrets.js';
 import { EndpointStore } from '../endpoints/store.js';
 import type { Logger } from '../log.js';
+import { call, enqueueAll, now, payloadOf } from './load.js';
 import { BenchReceiver, quantile, type ReceiverStats } from './receiver.js';
+import { type RssSampler, sampleRss } from './rss.js';
 
 export interface BenchOptions {
   n: number;
@@ -30,19 +32,17 @@ export interface BenchOptions {
   /** Offered load in deliveries/s; undefined = as fast as possible. */
   rate: number | undefined;
   durationSeconds: number;
+  /** Enqueue everything first, then start the dispatcher on the full backlog and watch its memory. */
+  drain: boolean;
 }
 
 const fmt = (x: number, digits = 0) =>
   x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const now = () => performance.timeOrigin + performance.now();
-
-function payloadOf(index: number, bytes: number): string {
-  const head = `{"n":${index},"pad":"`;
-  return `${head}${'x'.repeat(Math.max(0, bytes - head.length - 2))}"}`;
-}
 
 interface Harness {
   sql: Sql;
+  /** Starts the `hookpost dispatcher` process; resolves once it is listening for work. */
+  startDispatcher(): Promise<ChildProcess>;
   /** Stops the dispatcher process (SIGTERM, graceful). */
   stopDispatcher(): Promise<void>;
   api: Pool;
@@ -75,15 +75,20 @@ async function startHarness(config: Config, log: Logger): Promise<Harness> {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
   const port = (server.address() as { port: number }).port;
-  const dispatcher = await startDispatcherProcess(url.toString());
+  let dispatcher: ChildProcess | undefined;
+  const startDispatcher = async () => {
+    dispatcher = await startDispatcherProcess(url.toString());
+    return dispatcher;
+  };
   const stopDispatcher = async () => {
-    if (dispatcher.exitCode !== null) return;
+    if (!dispatcher || dispatcher.exitCode !== null) return;
     dispatcher.kill('SIGTERM');
     await once(dispatcher, 'exit');
   };
   const api = new Pool(`http://127.0.0.1:${port}`, { connections: 8 });
   return {
     sql,
+    startDispatcher,
     stopDispatcher,
     api,
     token,
@@ -120,68 +125,6 @@ async function startDispatcherProcess(databaseUrl: string): Promise<ChildProcess
   return child;
 }
 
-async function call(h: Harness, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const res = await h.api.request({
-    method,
-    path,
-    headers: { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const json = (await res.body.json()) as Record<string, unknown>;
-  if (res.statusCode >= 300) throw new Error(`${method} ${path} → ${res.statusCode} ${JSON.stringify(json)}`);
-  return json;
-}
-
-interface Enqueued {
-  /** message id → time the API acknowledged it (committed). */
-  acked: Map<string, number>;
-  started: number;
-  finished: number;
-}
-
-/** Sends items in batches of up to 1000, `parallel` requests at a time, or paced at `rate`/s. */
-async function enqueueAll(
-  h: Harness,
-  endpointIds: string[],
-  opts: BenchOptions,
-  total: number,
-): Promise<Enqueued> {
-  const acked = new Map<string, number>();
-  const started = now();
-  let next = 0;
-  const sendBatch = async (count: number) => {
-    // Built as text: the producer's own JSON encoding is not what is being measured.
-    const items = Array.from({ length: count }, () => {
-      const i = next++;
-      const endpoint = endpointIds[i % endpointIds.length];
-      return `{"endpoint_id":"${endpoint}","event_type":"bench.event","payload":${payloadOf(i, opts.payloadBytes)}}`;
-    });
-    const request = `{"items":[${items.join(',')}]}`;
-    const body = (await call(h, 'POST', '/v1/deliveries/batch', request)) as {
-      results: { message_id: string }[];
-    };
-    const at = now();
-    for (const r of body.results) acked.set(r.message_id, at);
-  };
-  if (opts.rate === undefined) {
-    const parallel = 2;
-    const workers = Array.from({ length: parallel }, async () => {
-      while (next < total) await sendBatch(Math.min(1000, total - next));
-    });
-    await Promise.all(workers);
-  } else {
-    // Paced: every 10 ms, send whatever the target rate says is due by now.
-    const inFlight: Promise<void>[] = [];
-    while (next < total) {
-      const due = Math.min(total, Math.floor(((now() - started) / 1000) * opts.rate));
-      if (due > next) inFlight.push(sendBatch(Math.min(1000, due - next)));
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await Promise.all(inFlight);
-  }
-  return { acked, started, finished: now() };
-}
-
 /** The machine's ceiling: the same signed POSTs from memory, same concurrency, no queue. */
 async function measureCeiling(config: Config, receiver: BenchReceiver, keys: Buffer[], opts: BenchOptions) {
   const sender = new Sender({
@@ -215,8 +158,15 @@ async function measureCeiling(config: Config, receiver: BenchReceiver, keys: Buf
   await Promise.all(Array.from({ length: config.dispatchConcurrency }, worker));
   const stats = await receiver.waitForCount(opts.n, 30_000);
   await sender.close();
-  const last = Math.max(...stats.arrivals.values());
+  const last = latest(stats.arrivals.values());
   return { perSecond: opts.n / ((last - started) / 1000), seconds: (last - started) / 1000 };
+}
+
+/** The largest value; a loop, since spreading 200,000 arguments overflows the call stack. */
+function latest(values: Iterable<number>): number {
+  let max = Number.NEGATIVE_INFINITY;
+  for (const v of values) if (v > max) max = v;
+  return max;
 }
 
 function check(stats: ReceiverStats, expected: Map<string, number>) {
@@ -248,9 +198,16 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
       `hookpost bench: ${fmt(total)} deliveries to ${opts.endpoints} endpoints, ${opts.payloadBytes}-byte payloads, ` +
         `concurrency ${config.dispatchConcurrency}${opts.rate ? `, offered ${fmt(opts.rate)}/s for ${opts.durationSeconds} s` : ''}`,
     );
+    if (!opts.drain) await h.startDispatcher();
     const enq = await enqueueAll(h, endpointIds, opts, total);
+    let drain: { started: number; rss: RssSampler } | undefined;
+    if (opts.drain) {
+      const started = now();
+      drain = { started, rss: sampleRss((await h.startDispatcher()).pid!) };
+    }
     const stats = await receiver.waitForCount(total, Math.max(60_000, total * 2));
-    const last = Math.max(...stats.arrivals.values());
+    const last = latest(stats.arrivals.values());
+    const rss = drain?.rss.stop();
     const lags = [...enq.acked].flatMap(([id, ack]) => {
       const at = stats.arrivals.get(id);
       return at === undefined ? [] : [at - ack];
@@ -263,9 +220,19 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
     out(
       `  delivered  ${fmt(stats.arrivals.size)} in ${fmt(delSeconds, 2)} s = ${fmt(stats.arrivals.size / delSeconds)}/s (first enqueue → last receipt)`,
     );
-    out(
-      `  lag        p50 ${fmt(quantile(lags, 0.5), 1)} ms, p95 ${fmt(quantile(lags, 0.95), 1)} ms, p99 ${fmt(quantile(lags, 0.99), 1)} ms (enqueue commit → receipt)`,
-    );
+    if (drain && rss) {
+      const drained = (last - drain.started) / 1000;
+      out(
+        `  drain      ${fmt(stats.arrivals.size)} in ${fmt(drained, 2)} s = ${fmt(stats.arrivals.size / drained)}/s (dispatcher started on the full backlog)`,
+      );
+      const at = (f: number) => fmt(rss[Math.min(rss.length - 1, Math.floor(rss.length * f))] ?? 0);
+      out(
+        `  memory     dispatcher RSS at 10/50/90/100% of the drain: ${at(0.1)} / ${at(0.5)} / ${at(0.9)} / ${at(1)} MiB, peak ${fmt(Math.max(...rss))} MiB`,
+      );
+    } else
+      out(
+        `  lag        p50 ${fmt(quantile(lags, 0.5), 1)} ms, p95 ${fmt(quantile(lags, 0.95), 1)} ms, p99 ${fmt(quantile(lags, 0.99), 1)} ms (enqueue commit → receipt)`,
+      );
     const verdict = check(stats, enq.acked);
     out(
       `  check      ${fmt(verdict.missing)} missing, ${fmt(verdict.duplicates)} duplicates, ${fmt(verdict.badSignatures)} bad signatures`,
@@ -275,7 +242,9 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
       await h.stopDispatcher();
       receiver.reset();
       const ceiling = await measureCeiling(config, receiver, keys, opts);
-      const throughput = stats.arrivals.size / delSeconds;
+      const throughput = drain
+        ? stats.arrivals.size / ((last - drain.started) / 1000)
+        : stats.arrivals.size / delSeconds;
       out(
         `  ceiling    ${fmt(opts.n)} in ${fmt(ceiling.seconds, 2)} s = ${fmt(ceiling.perSecond)}/s (same signed POSTs from memory, no queue)`,
       );
