@@ -37,6 +37,10 @@ export interface Config {
   secretGraceSeconds: number;
   shutdownTimeoutMs: number;
   embeddedPort: number;
+  /** Deliveries a bulk replay requeues per transaction. */
+  replayBatchSize: number;
+  /** The most deliveries per second a bulk replay releases to the dispatchers. */
+  replayRatePerSecond: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -123,7 +127,17 @@ export function loadConfig(env: Env = process.env): Config {
     secretGraceSeconds: numberVar(env, 'HOOKPOST_SECRET_GRACE_SECONDS', 86400),
     shutdownTimeoutMs: numberVar(env, 'HOOKPOST_SHUTDOWN_TIMEOUT_MS', 20000, { min: 0 }),
     embeddedPort: numberVar(env, 'HOOKPOST_EMBEDDED_PG_PORT', 54329, { min: 1, integer: true }),
+    replayBatchSize: numberVar(env, 'HOOKPOST_REPLAY_BATCH_SIZE', 100, { min: 1, integer: true }),
+    replayRatePerSecond: numberVar(env, 'HOOKPOST_REPLAY_RATE_PER_SECOND', 50),
   };
+  // A batch is one transaction holding its rows locked: keep it small. A rate of 0 would never
+  // finish, and one below 1/1000 s is surely a typo for a larger number.
+  if (config.replayBatchSize > 10_000) {
+    fail('HOOKPOST_REPLAY_BATCH_SIZE', String(env.HOOKPOST_REPLAY_BATCH_SIZE), 'an integer from 1 to 10000');
+  }
+  if (config.replayRatePerSecond < 0.001) {
+    fail('HOOKPOST_REPLAY_RATE_PER_SECOND', String(env.HOOKPOST_REPLAY_RATE_PER_SECOND), 'a number >= 0.001');
+  }
   if (config.retryCapSeconds < config.retryBaseSeconds) {
     throw new ConfigError('HOOKPOST_RETRY_CAP_SECONDS must be >= HOOKPOST_RETRY_BASE_SECONDS');
   }
