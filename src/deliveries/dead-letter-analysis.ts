@@ -1,0 +1,107 @@
+/**
+ * The dead-letter analysis: per endpoint, how many deliveries died in the last N hours, of what,
+ * when, and which pattern that makes (deliveries/dead-letter-patterns.ts). One aggregate
+ * statement; the API and `hookpost dead-letters` both call analyzeDeadLetters().
+ */
+import type { Sql } from '../db/connect.js';
+import {
+  classifyDeadLetters,
+  DEFAULT_PATTERN_THRESHOLDS,
+  type DeadLetterPattern,
+  type PatternThresholds,
+} from './dead-letter-patterns.js';
+
+export interface AnalysisOptions {
+  hours: number;
+  endpointId?: string | undefined;
+  /** Most endpoints returned, most dead letters first. */
+  limit: number;
+  thresholds?: PatternThresholds;
+}
+
+export interface EndpointDeadLetters {
+  endpoint_id: string;
+  dead_count: number;
+  /** The most common error class (`http_503`, `timeout`, …), usable as a replay `error_class`. */
+  primary_error: string | null;
+  primary_status_code: number | null;
+  first_dead_at: Date;
+  last_dead_at: Date;
+  avg_attempts: number;
+  pattern: DeadLetterPattern;
+  advice: string;
+}
+
+interface AggregateRow {
+  endpoint_id: string;
+  dead_count: number;
+  primary_error: string | null;
+  primary_status_code: number | null;
+  first_dead_at: Date;
+  last_dead_at: Date;
+  avg_attempts: number;
+  auth_failures: number;
+  rate_limited: number;
+  peak_in_window: number;
+}
+
+/**
+ * The window's dead letters come from the partial index on dead_at (`dead_at >= …` implies
+ * `dead_at IS NOT NULL`), so the cost follows the number of recent dead letters, not the size of
+ * the history. The inner window function counts, for each dead letter, how many of the same
+ * endpoint died within the cluster window before it (a sliding window, so a burst that straddles
+ * an hour boundary is not cut in two); the outer aggregate keeps the largest such count.
+ */
+export async function analyzeDeadLetters(sql: Sql, options: AnalysisOptions): Promise<EndpointDeadLetters[]> {
+  const thresholds = options.thresholds ?? DEFAULT_PATTERN_THRESHOLDS;
+  const rows = await sql<AggregateRow[]>`
+    WITH dead AS (
+      SELECT d.endpoint_id, d.dead_at, d.attempt_count, d.last_status_code, d.last_error_class,
+        count(*) OVER (
+          PARTITION BY d.endpoint_id ORDER BY d.dead_at
+          RANGE BETWEEN make_interval(secs => ${thresholds.clusterWindowSeconds}) PRECEDING AND CURRENT ROW
+        ) AS in_window
+      FROM deliveries d
+      WHERE d.dead_at >= now() - make_interval(secs => ${options.hours * 3600})
+        AND d.status = 'dead_letter'
+        ${options.endpointId === undefined ? sql`` : sql`AND d.endpoint_id = ${options.endpointId}`}
+    )
+    SELECT endpoint_id,
+      count(*)::int AS dead_count,
+      mode() WITHIN GROUP (ORDER BY last_error_class) AS primary_error,
+      mode() WITHIN GROUP (ORDER BY last_status_code) AS primary_status_code,
+      min(dead_at) AS first_dead_at,
+      max(dead_at) AS last_dead_at,
+      round(avg(attempt_count), 2)::float8 AS avg_attempts,
+      count(*) FILTER (WHERE last_status_code IN (401, 403))::int AS auth_failures,
+      count(*) FILTER (WHERE last_status_code = 429)::int AS rate_limited,
+      max(in_window)::int AS peak_in_window
+    FROM dead
+    GROUP BY endpoint_id
+    ORDER BY dead_count DESC, endpoint_id
+    LIMIT ${options.limit}`;
+  return rows.map((row) => {
+    const verdict = classifyDeadLetters(
+      {
+        deadCount: row.dead_count,
+        authFailures: row.auth_failures,
+        rateLimited: row.rate_limited,
+        peakInClusterWindow: row.peak_in_window,
+        firstDeadAt: row.first_dead_at,
+        lastDeadAt: row.last_dead_at,
+      },
+      thresholds,
+    );
+    return {
+      endpoint_id: row.endpoint_id,
+      dead_count: row.dead_count,
+      primary_error: row.primary_error,
+      primary_status_code: row.primary_status_code,
+      first_dead_at: row.first_dead_at,
+      last_dead_at: row.last_dead_at,
+      avg_attempts: row.avg_attempts,
+      pattern: verdict.pattern,
+      advice: verdict.advice,
+    };
+  });
+}
