@@ -52,7 +52,10 @@ const DELIVERY_COLUMNS = `d.id, d.message_id, d.endpoint_id, m.event_type, m.eve
   d.last_status_code, d.last_error_class, d.last_error, d.last_duration_ms,
   d.created_at, d.updated_at, d.delivered_at, d.dead_at`;
 
-/** The delivery, its payload bytes and every attempt in order; undefined when unknown. */
+/**
+ * The delivery, its payload bytes and every attempt in the order they started (a replay restarts
+ * the numbering, so numbers alone would interleave rounds); undefined when unknown.
+ */
 export async function getDelivery(
   sql: Sql,
   id: string,
@@ -65,7 +68,7 @@ export async function getDelivery(
   if (!row) return undefined;
   const attempts = await sql<AttemptRow[]>`
     SELECT attempt, started_at, duration_ms, status_code, outcome, error_class, error, response_snippet
-    FROM delivery_attempts WHERE delivery_id = ${id} ORDER BY attempt, started_at`;
+    FROM delivery_attempts WHERE delivery_id = ${id} ORDER BY started_at, attempt`;
   const { payload, ...delivery } = row;
   return { delivery, payload, attempts };
 }

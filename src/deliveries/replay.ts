@@ -1,0 +1,184 @@
+/**
+ * Replay: putting a dead-lettered (or failed) delivery back in the work queue. The message, and
+ * so the payload bytes and the `webhook-id`, are untouched; the attempt log is kept; the retry
+ * budget starts afresh, so attempt numbering restarts at 1 (the dispatcher numbers attempts from
+ * the queue row's count, and HOOKPOST_MAX_ATTEMPTS applies to each round). Every replay is
+ * recorded in replay_audit, and each delivery it requeued in replayed_deliveries, in the same
+ * transaction as the requeue. Paced bulk replays: deliveries/bulk-replay.ts.
+ */
+import type { Sql } from '../db/connect.js';
+import { newId } from '../ids.js';
+import { WAKEUP_CHANNEL } from './wakeup.js';
+
+/** Why a delivery cannot be replayed; the API maps `kind` to 404 or 409. */
+export class ReplayError extends Error {
+  constructor(
+    readonly kind: 'delivery_not_found' | 'not_replayable' | 'endpoint_unavailable',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type ReplayState = 'running' | 'finished' | 'interrupted' | 'failed';
+
+export interface AuditRow {
+  id: string;
+  actor: string;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+  state: ReplayState;
+  filter: Record<string, unknown>;
+  dry_run: boolean;
+  matched: number;
+  replayed: number;
+  skipped: number;
+}
+
+export interface NewAudit {
+  actor: string;
+  filter: Record<string, unknown>;
+  dryRun: boolean;
+  matched: number;
+  replayed: number;
+  skipped: number;
+  state: ReplayState;
+}
+
+/** Writes an audit row and returns its id (`rpl_…`). */
+export async function insertAudit(sql: Sql, audit: NewAudit): Promise<string> {
+  const id = newId('rpl_');
+  await sql`
+    INSERT INTO replay_audit (id, actor, filter, dry_run, matched, replayed, skipped, state, finished_at)
+    VALUES (${id}, ${audit.actor}, ${sql.json(audit.filter as never)}, ${audit.dryRun}, ${audit.matched},
+            ${audit.replayed}, ${audit.skipped}, ${audit.state},
+            ${audit.state === 'running' ? null : sql`now()`})`;
+  return id;
+}
+
+export async function getAudit(sql: Sql, id: string): Promise<AuditRow | undefined> {
+  const [row] = await sql<AuditRow[]>`
+    SELECT id, actor, created_at, updated_at, finished_at, state, filter, dry_run, matched, replayed, skipped
+    FROM replay_audit WHERE id = ${id}`;
+  return row;
+}
+
+/**
+ * Requeues deliveries whose rows the caller has locked (FOR UPDATE) in transaction `tx`: a fresh
+ * queue row (a dead letter has none) or, for a failed delivery waiting for its retry, its
+ * existing row reset, unless a dispatcher holds its lease right now. `delayMs` spaces them out.
+ * One statement; returns the ids actually requeued.
+ */
+export async function requeueLocked(
+  tx: Sql,
+  rows: { id: string; delayMs: number }[],
+  auditId: string,
+): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const requeued = await tx<{ id: string }[]>`
+    WITH r AS (
+      SELECT * FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.delayMs)}::float8[])
+        AS t(id, delay_ms)
+    ),
+    previous AS (
+      SELECT d.id, d.endpoint_id, d.message_id, d.status, d.attempt_count, d.dead_at, r.delay_ms
+      FROM deliveries d JOIN r ON r.id = d.id
+    ),
+    queued AS (
+      INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, attempt_count)
+      SELECT id, endpoint_id, message_id, now() + delay_ms * interval '1 millisecond', 0 FROM previous
+      ON CONFLICT (delivery_id) DO UPDATE SET attempt_count = 0, next_attempt_at = excluded.next_attempt_at
+        WHERE delivery_queue.lease_expires_at IS NULL
+      RETURNING delivery_id
+    ),
+    logged AS (
+      INSERT INTO replayed_deliveries (audit_id, delivery_id, previous_status, previous_attempt_count, previous_dead_at)
+      SELECT ${auditId}, p.id, p.status, p.attempt_count, p.dead_at
+      FROM previous p JOIN queued q ON q.delivery_id = p.id
+    )
+    -- dead_at is cleared: the delivery is no longer a dead letter (the analysis and the next
+    -- bulk replay must not count it), and replayed_deliveries keeps when it had died.
+    UPDATE deliveries d SET status = 'pending', attempt_count = 0, dead_at = NULL, updated_at = now()
+    FROM queued q WHERE d.id = q.delivery_id
+    RETURNING d.id`;
+  return requeued.map((r) => r.id);
+}
+
+/** Wakes the dispatchers when the transaction commits (NOTIFY is delivered at commit, never on rollback). */
+export async function notifyOnCommit(tx: Sql): Promise<void> {
+  await tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`;
+}
+
+interface ReplayableRow {
+  status: string;
+  leased: boolean;
+  enabled: boolean;
+  deleted: boolean;
+}
+
+/**
+ * Replays one delivery now: dead_letter or failed only (a failed one is tried at once with a
+ * fresh budget). Refuses, changing nothing, when it is delivered, pending, in flight or
+ * cancelled, or when its endpoint is disabled or deleted (it could not be sent; re-enable the
+ * endpoint first). Returns the audit id.
+ */
+export async function replayDelivery(sql: Sql, id: string, actor: string): Promise<string> {
+  return sql.begin(async (transaction) => {
+    // postgres.js types a transaction apart from a pool; the queries below work on either.
+    const tx = transaction as unknown as Sql;
+    const [row] = await tx<ReplayableRow[]>`
+      SELECT d.status, q.lease_expires_at IS NOT NULL AS leased, e.enabled, e.deleted_at IS NOT NULL AS deleted
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+      LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+      WHERE d.id = ${id}
+      FOR UPDATE OF d`;
+    if (!row) throw new ReplayError('delivery_not_found', `delivery ${id} not found`);
+    const status = row.leased ? 'in_flight' : row.status;
+    if (status !== 'dead_letter' && status !== 'failed') {
+      throw new ReplayError(
+        'not_replayable',
+        `delivery ${id} is ${status}; only dead_letter and failed deliveries can be replayed`,
+      );
+    }
+    if (row.deleted || !row.enabled) {
+      throw new ReplayError(
+        'endpoint_unavailable',
+        `the endpoint of delivery ${id} is ${row.deleted ? 'deleted' : 'disabled; enable it before replaying'}`,
+      );
+    }
+    const auditId = await insertAudit(tx, {
+      actor,
+      filter: { delivery_id: id },
+      dryRun: false,
+      matched: 1,
+      replayed: 1,
+      skipped: 0,
+      state: 'finished',
+    });
+    const requeued = await requeueLocked(tx, [{ id, delayMs: 0 }], auditId);
+    // A dispatcher leased the failed delivery between our read and the requeue: it is being
+    // sent right now. Throwing rolls the audit row back too.
+    if (requeued.length === 0) throw new ReplayError('not_replayable', `delivery ${id} is in_flight`);
+    await notifyOnCommit(tx);
+    return auditId;
+  });
+}
+
+export interface ReplayRecord {
+  audit_id: string;
+  actor: string;
+  replayed_at: Date;
+  previous_status: string;
+  previous_attempt_count: number;
+  previous_dead_at: Date | null;
+}
+
+/** A delivery's replays, oldest first: where each round of attempt numbers began. */
+export async function listReplaysOf(sql: Sql, deliveryId: string): Promise<ReplayRecord[]> {
+  return sql<ReplayRecord[]>`
+    SELECT r.audit_id, a.actor, r.replayed_at, r.previous_status, r.previous_attempt_count, r.previous_dead_at
+    FROM replayed_deliveries r JOIN replay_audit a ON a.id = r.audit_id
+    WHERE r.delivery_id = ${deliveryId}
+    ORDER BY r.replayed_at, r.audit_id`;
+}
