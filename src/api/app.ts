@@ -7,9 +7,11 @@ import { createBacklogGuard } from '../deliveries/backlog.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { Logger } from '../log.js';
 import { bearerAuth } from './auth.js';
+import { deadLetterRoutes } from './dead-letters.js';
 import { deliveryRoutes } from './deliveries.js';
 import { endpointRoutes } from './endpoints.js';
 import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
+import { replayRoutes } from './replay.js';
 
 export interface AppDeps {
   sql: Sql;
@@ -55,6 +57,16 @@ export function createApp(deps: AppDeps) {
       backlogLimit: deps.config.backlogLimit,
       backlog: createBacklogGuard(deps.sql),
       onEnqueued: deps.onEnqueued ?? (() => {}),
+    }),
+  );
+  v1.route('/deliveries', replayRoutes({ sql: deps.sql }));
+  v1.route(
+    '/dead-letters',
+    deadLetterRoutes({
+      sql: deps.sql,
+      log: deps.log,
+      replayBatchSize: deps.config.replayBatchSize,
+      replayRatePerSecond: deps.config.replayRatePerSecond,
     }),
   );
   app.route('/v1', v1);

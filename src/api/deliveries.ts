@@ -5,6 +5,7 @@ import type { Sql } from '../db/connect.js';
 import type { BacklogGuard } from '../deliveries/backlog.js';
 import { EnqueueError, type EnqueueItem, type EnqueueResult, enqueue } from '../deliveries/enqueue.js';
 import { DELIVERY_STATUSES, type DeliveryRow, getDelivery, listDeliveries } from '../deliveries/read.js';
+import { listReplaysOf } from '../deliveries/replay.js';
 import { arrayElementSpans, objectMemberSpans, type Span } from '../util/raw-json.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError } from './errors.js';
@@ -185,7 +186,9 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     } catch {
       payload = null;
     }
-    return c.json({ ...deliveryJson(found.delivery), payload, attempts: found.attempts });
+    // Each replay restarts attempt numbering; `replays` shows where each round began.
+    const replays = await listReplaysOf(deps.sql, found.delivery.id);
+    return c.json({ ...deliveryJson(found.delivery), payload, attempts: found.attempts, replays });
   });
 
   return app;

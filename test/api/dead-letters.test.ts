@@ -1,0 +1,150 @@
+/**
+ * The dead-letter analysis over dead letters produced by real traffic: real receivers answering
+ * 401/403, 429, a burst of 503s, and mixed failures. Only the drip needs time spread over days,
+ * which a test cannot wait for: there the dead letters are real, and their dead_at is moved back
+ * in the database.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  createTestApp,
+  createTestDatabase,
+  enqueueMany,
+  type Receiver,
+  startReceiver,
+  startTestDispatcher,
+  type TestDatabase,
+  waitFor,
+} from '../helpers.js';
+
+type Dispatcher = Awaited<ReturnType<typeof startTestDispatcher>>;
+
+describe('GET /v1/dead-letters/analysis', () => {
+  let db: TestDatabase;
+  let t: Awaited<ReturnType<typeof createTestApp>>;
+  let dispatcher: Dispatcher;
+  const receivers: Receiver[] = [];
+  const ids: Record<'outage' | 'auth' | 'limited' | 'drip' | 'mixed', string> = {
+    outage: '',
+    auth: '',
+    limited: '',
+    drip: '',
+    mixed: '',
+  };
+
+  async function endpointAnswering(handler: (n: number) => number): Promise<string> {
+    let n = 0;
+    const receiver = await startReceiver((_req, res) => res.writeHead(handler(n++)).end());
+    receivers.push(receiver);
+    return (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id;
+  }
+  const deadCount = async (endpointId: string) =>
+    (
+      await db.sql`SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = ${endpointId} AND status = 'dead_letter'`
+    )[0]!.n as number;
+  const analysis = async (query: string) => {
+    const res = await t.send('GET', `/v1/dead-letters/analysis${query}`);
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    return new Map<string, Record<string, unknown>>(
+      body.endpoints.map((e: { endpoint_id: string }) => [e.endpoint_id, e]),
+    );
+  };
+
+  before(async () => {
+    db = await createTestDatabase();
+    t = await createTestApp(db);
+    // Two attempts, milliseconds apart, and a breaker that never opens: the 503 burst must reach
+    // dead_letter within the test instead of being parked by an open circuit.
+    dispatcher = await startTestDispatcher(db, {
+      HOOKPOST_MAX_ATTEMPTS: '2',
+      HOOKPOST_BREAKER_THRESHOLD: '100000',
+    });
+    ids.outage = await endpointAnswering(() => 503);
+    ids.auth = await endpointAnswering((n) => (n % 3 === 0 ? 403 : 401));
+    ids.limited = await endpointAnswering(() => 429);
+    ids.drip = await endpointAnswering(() => 500);
+    ids.mixed = await endpointAnswering((n) => (n % 2 === 0 ? 400 : 502));
+    const counts = { outage: 55, auth: 6, limited: 5, drip: 4, mixed: 6 };
+    for (const [name, count] of Object.entries(counts)) {
+      await enqueueMany(t.send, ids[name as keyof typeof ids], count);
+    }
+    for (const [name, count] of Object.entries(counts)) {
+      await waitFor(
+        `${count} dead letters for ${name}`,
+        async () => (await deadCount(ids[name as keyof typeof ids])) === count,
+      );
+    }
+    // The drip: the same real dead letters, as if they had died over three days.
+    await db.sql`
+      UPDATE deliveries d SET dead_at = now() - make_interval(hours => h.hours)
+      FROM (SELECT id, (ARRAY[70, 50, 26, 2])[row_number() OVER (ORDER BY id)] AS hours
+            FROM deliveries WHERE endpoint_id = ${ids.drip}) h
+      WHERE d.id = h.id`;
+  });
+  after(async () => {
+    await dispatcher.stop();
+    await Promise.all(receivers.map((r) => r.close()));
+    await db.drop();
+  });
+
+  it('recognises each pattern from the traffic that produces it', async () => {
+    const byEndpoint = await analysis('?hours=96');
+    const pattern = (id: string) => byEndpoint.get(id)?.pattern;
+    assert.equal(pattern(ids.outage), 'outage_cluster');
+    assert.equal(pattern(ids.auth), 'auth_failure');
+    assert.equal(pattern(ids.limited), 'rate_limited');
+    assert.equal(pattern(ids.drip), 'gradual_drip');
+    assert.equal(pattern(ids.mixed), 'mixed');
+    for (const e of byEndpoint.values()) assert.ok(typeof e.advice === 'string' && e.advice.length > 20);
+  });
+
+  it('reports counts, the main error and status, timing and attempts per endpoint', async () => {
+    const res = await t.send('GET', '/v1/dead-letters/analysis');
+    const body = await res.json();
+    assert.equal(body.hours, 24);
+    assert.equal(body.endpoints[0].endpoint_id, ids.outage, 'most dead letters first');
+    const outage = body.endpoints[0];
+    assert.equal(outage.dead_count, 55);
+    assert.equal(outage.primary_error, 'http_503');
+    assert.equal(outage.primary_status_code, 503);
+    assert.equal(outage.avg_attempts, 2, 'retried up to HOOKPOST_MAX_ATTEMPTS');
+    assert.ok(Date.parse(outage.first_dead_at) <= Date.parse(outage.last_dead_at));
+    assert.ok(Date.now() - Date.parse(outage.last_dead_at) < 60_000);
+    const auth = body.endpoints.find((e: { endpoint_id: string }) => e.endpoint_id === ids.auth);
+    assert.equal(auth.primary_status_code, 401);
+    assert.equal(auth.avg_attempts, 1, 'a 401 is not retried');
+    const limited = body.endpoints.find((e: { endpoint_id: string }) => e.endpoint_id === ids.limited);
+    assert.equal(limited.primary_error, 'http_429');
+    // Within 24 h only the drip's most recent dead letter is left: one is no pattern.
+    const drip = body.endpoints.find((e: { endpoint_id: string }) => e.endpoint_id === ids.drip);
+    assert.equal(drip.dead_count, 1);
+    assert.equal(drip.pattern, 'mixed');
+  });
+
+  it('filters by endpoint', async () => {
+    const byEndpoint = await analysis(`?hours=1&endpoint_id=${ids.limited}`);
+    assert.deepEqual([...byEndpoint.keys()], [ids.limited]);
+    assert.equal((await analysis('?endpoint_id=ep_unknown')).size, 0);
+  });
+
+  it('answers 400 naming the parameter for bad input', async () => {
+    for (const query of [
+      'hours=abc',
+      'hours=0',
+      'hours=-1',
+      'hours=721',
+      'hours=',
+      'limit=0',
+      'endpoint_id=',
+    ]) {
+      const res = await t.send('GET', `/v1/dead-letters/analysis?${query}`);
+      assert.equal(res.status, 400, query);
+      const body = await res.json();
+      assert.equal(body.error.code, 'validation_failed');
+      assert.match(body.error.message, new RegExp(`^${query.split('=')[0]}: `), query);
+    }
+    const noAuth = await t.request('/v1/dead-letters/analysis');
+    assert.equal(noAuth.status, 401);
+  });
+});
