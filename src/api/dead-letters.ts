@@ -5,18 +5,19 @@
 import { type Context, Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
-import { planReplay, type ReplayFilter, type ReplayProgress, runReplay } from '../deliveries/bulk-replay.js';
-import { analyzeDeadLetters } from '../deliveries/dead-letter-analysis.js';
+import {
+  MAX_REPLAY_LIMIT,
+  planReplay,
+  type ReplayFilter,
+  type ReplayProgress,
+  runReplay,
+} from '../deliveries/bulk-replay.js';
+import { analyzeDeadLetters, MAX_ANALYSIS_HOURS } from '../deliveries/dead-letter-analysis.js';
 import { getAudit } from '../deliveries/replay.js';
 import type { Logger } from '../log.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
-
-/** The longest analysis window: a month of dead letters is plenty to see a pattern. */
-export const MAX_ANALYSIS_HOURS = 720;
-/** The most deliveries one bulk replay may take on (without a limit it is every match). */
-export const MAX_REPLAY_LIMIT = 1_000_000;
 
 const analysisQuery = z.object({
   hours: z

@@ -13,6 +13,9 @@
 import type { Sql } from '../db/connect.js';
 import { insertAudit, notifyOnCommit, requeueLocked } from './replay.js';
 
+/** The largest `limit` accepted (without a limit a replay takes every match). */
+export const MAX_REPLAY_LIMIT = 1_000_000;
+
 /** Which dead letters to replay; times are ISO 8601 and bound `dead_at` (when they died). */
 export interface ReplayFilter {
   endpointId?: string | undefined;

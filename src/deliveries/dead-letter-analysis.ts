@@ -11,6 +11,9 @@ import {
   type PatternThresholds,
 } from './dead-letter-patterns.js';
 
+/** The longest analysis window: a month of dead letters is plenty to see a pattern. */
+export const MAX_ANALYSIS_HOURS = 720;
+
 export interface AnalysisOptions {
   hours: number;
   endpointId?: string | undefined;
