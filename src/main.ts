@@ -1,6 +1,9 @@
 /** CLI entry: `hookpost <command> [options]`. Exit codes: 0 success, 1 failure, 2 bad usage. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { runBench } from './bench/bench.js';
+import { runDeadLetters } from './cli/dead-letters.js';
+import { runReplayCommand } from './cli/replay.js';
+import { UsageError } from './cli/usage-error.js';
 import { ConfigError, loadConfig } from './config.js';
 import { connect } from './db/connect.js';
 import { openDatabase } from './db/database.js';
@@ -29,6 +32,36 @@ const COMMANDS: Record<string, Command> = {
     options: {},
   },
   migrate: { summary: 'apply database migrations and exit', usage: 'hookpost migrate', options: {} },
+  'dead-letters': {
+    summary: 'dead letters per endpoint: counts, main error, pattern and what to do',
+    usage:
+      'hookpost dead-letters [--endpoint ID] [--hours 24]\n' +
+      '  --endpoint ID  only this endpoint\n' +
+      '  --hours N      how far back to look (default 24, at most 720)\n' +
+      'Reads the database directly (DATABASE_URL, else the embedded one).',
+    options: { endpoint: { type: 'string' }, hours: { type: 'string' } },
+  },
+  replay: {
+    summary: "requeue an endpoint's dead letters, paced, with progress (audited)",
+    usage:
+      'hookpost replay --endpoint ID [--since T] [--until T] [--limit N] [--error-class C] [--status-code S] [--dry-run]\n' +
+      '  --since, --until  when they died: 2026-05-01T10:00:00Z, 2026-05-01, or an age like 6h, 2d\n' +
+      '  --limit N         at most N, oldest first\n' +
+      '  --error-class C   only those whose last error was C (e.g. http_503, timeout)\n' +
+      '  --status-code S   only those whose last answer was S\n' +
+      '  --dry-run         count what would be replayed; change nothing\n' +
+      'Paced by HOOKPOST_REPLAY_BATCH_SIZE and HOOKPOST_REPLAY_RATE_PER_SECOND. Reads and writes the\n' +
+      'database directly (DATABASE_URL, else the embedded one).',
+    options: {
+      endpoint: { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      limit: { type: 'string' },
+      'error-class': { type: 'string' },
+      'status-code': { type: 'string' },
+      'dry-run': { type: 'boolean' },
+    },
+  },
   bench: {
     summary: 'built-in load test: deliveries/s, lag, and the no-queue ceiling',
     usage:
@@ -55,8 +88,6 @@ function usage(): string {
     'see README.md ("Configuration").'
   );
 }
-
-export class UsageError extends Error {}
 
 function positiveNumber(
   values: Record<string, unknown>,
@@ -113,6 +144,10 @@ export async function main(argv: string[]): Promise<number> {
           durationSeconds: positiveNumber(values, 'duration', 10, false),
           drain: values.drain === true,
         });
+      case 'dead-letters':
+        return await runDeadLetters(config, values as { endpoint?: string; hours?: string });
+      case 'replay':
+        return await runReplayCommand(config, values);
       default: {
         const database = await openDatabase(config, log);
         const sql = connect(database.url, { max: 2 });

@@ -1,0 +1,145 @@
+/**
+ * `hookpost replay --endpoint ID [--since T] [--until T] [--limit N] [--dry-run]`: the paced
+ * bulk replay of deliveries/bulk-replay.ts, run in this process with a progress display. Ctrl-C
+ * stops after the batch in progress; what was not replayed stays dead-lettered.
+ */
+import os from 'node:os';
+import type { Config } from '../config.js';
+import type { Sql } from '../db/connect.js';
+import { MAX_REPLAY_LIMIT, planReplay, type ReplayFilter, runReplay } from '../deliveries/bulk-replay.js';
+import { withDatabase } from './database.js';
+import { createProgress } from './progress.js';
+import { parseTimeArg } from './time-arg.js';
+import { UsageError } from './usage-error.js';
+
+export interface ReplayArgs {
+  endpoint?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  limit?: string | undefined;
+  'error-class'?: string | undefined;
+  'status-code'?: string | undefined;
+  'dry-run'?: boolean | undefined;
+}
+
+function integerArg(name: string, raw: string | undefined, min: number, max: number): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got ${raw}`);
+  }
+  return value;
+}
+
+/** Validates the options into a filter; throws UsageError (exit 2) on anything wrong. */
+export function replayFilterFromArgs(args: ReplayArgs, now: Date): ReplayFilter {
+  if (args.endpoint === undefined || args.endpoint.trim() === '') {
+    throw new UsageError('--endpoint ID is required (bulk replay is per endpoint from the CLI)');
+  }
+  const since = args.since === undefined ? undefined : parseTimeArg('since', args.since, now);
+  const until = args.until === undefined ? undefined : parseTimeArg('until', args.until, now);
+  if (since !== undefined && until !== undefined && since > until) {
+    throw new UsageError('--until must not be before --since');
+  }
+  if (args['error-class'] !== undefined && args['error-class'].trim() === '') {
+    throw new UsageError('--error-class must not be empty');
+  }
+  return {
+    endpointId: args.endpoint,
+    since,
+    until,
+    errorClass: args['error-class'],
+    statusCode: integerArg('status-code', args['status-code'], 100, 599),
+    limit: integerArg('limit', args.limit, 1, MAX_REPLAY_LIMIT),
+  };
+}
+
+/** The audit's actor: who ran the command, as far as this machine can tell. */
+function cliActor(): string {
+  try {
+    return `cli:${os.userInfo().username}`;
+  } catch {
+    return 'cli';
+  }
+}
+
+/** Failures the operator can act on: printed as one line, exit 1. */
+class ReplayRefused extends Error {}
+
+async function endpointState(sql: Sql, id: string): Promise<'enabled' | 'disabled'> {
+  const [row] = await sql<{ enabled: boolean }[]>`
+    SELECT enabled FROM endpoints WHERE id = ${id} AND deleted_at IS NULL`;
+  if (!row) throw new ReplayRefused(`endpoint ${id} not found`);
+  return row.enabled ? 'enabled' : 'disabled';
+}
+
+const out = (text: string) => process.stdout.write(`${text}\n`);
+
+async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: boolean): Promise<number> {
+  const id = filter.endpointId!;
+  if ((await endpointState(sql, id)) === 'disabled' && !dryRun) {
+    throw new ReplayRefused(
+      `endpoint ${id} is disabled: its deliveries cannot be sent; enable it ` +
+        '(PATCH /v1/endpoints/{id} {"enabled": true}) and run this again',
+    );
+  }
+  const plan = await planReplay(sql, filter, { actor: cliActor(), dryRun });
+  if (dryRun) {
+    out(
+      `dry run: ${plan.matched} dead letters match; ${plan.matched - plan.unavailable} would be replayed, ` +
+        `${plan.unavailable} skipped (endpoint disabled). Nothing was changed. Audit: ${plan.auditId}`,
+    );
+    return 0;
+  }
+  if (plan.matched === 0) {
+    out(`no dead letters match; nothing to replay. Audit: ${plan.auditId}`);
+    return 0;
+  }
+  const seconds = Math.ceil(plan.matched / config.replayRatePerSecond);
+  out(
+    `replaying ${plan.matched} dead letters of ${id} in batches of ${config.replayBatchSize}, at most ` +
+      `${config.replayRatePerSecond}/s (about ${seconds} s); Ctrl-C stops after the current batch`,
+  );
+  const progress = createProgress(process.stdout, plan.matched, 'replayed');
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const outcome = await runReplay(sql, plan, filter, {
+      batchSize: config.replayBatchSize,
+      ratePerSecond: config.replayRatePerSecond,
+      signal: stop.signal,
+      onProgress: (p) => progress.update(p.replayed + p.skipped, p.skipped ? `(${p.skipped} skipped)` : ''),
+    });
+    progress.finish();
+    if (outcome.state === 'interrupted') {
+      out(
+        `interrupted: replayed ${outcome.replayed} of ${plan.matched}; the rest are still dead letters ` +
+          `(run the same command again to continue). Audit: ${plan.auditId}`,
+      );
+      return 1;
+    }
+    out(
+      `replayed ${outcome.replayed} of ${plan.matched}` +
+        (outcome.skipped ? `, skipped ${outcome.skipped} (endpoint disabled or no longer dead)` : '') +
+        `; the dispatchers deliver them at most ${config.replayRatePerSecond}/s. Audit: ${plan.auditId}`,
+    );
+    return 0;
+  } finally {
+    progress.finish();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+export async function runReplayCommand(config: Config, args: ReplayArgs): Promise<number> {
+  const filter = replayFilterFromArgs(args, new Date());
+  try {
+    return await withDatabase(config, (sql) => replay(sql, config, filter, args['dry-run'] === true));
+  } catch (error) {
+    if (!(error instanceof ReplayRefused)) throw error;
+    process.stderr.write(`hookpost: ${error.message}\n`);
+    return 1;
+  }
+}
