@@ -123,7 +123,7 @@ async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: bo
     out(
       `replayed ${outcome.replayed} of ${plan.matched}` +
         (outcome.skipped ? `, skipped ${outcome.skipped} (endpoint disabled or no longer dead)` : '') +
-        `; the dispatchers deliver them at most ${config.replayRatePerSecond}/s. Audit: ${plan.auditId}`,
+        `; they fall due at most ${config.replayRatePerSecond}/s. Audit: ${plan.auditId}`,
     );
     return 0;
   } finally {
