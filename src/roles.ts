@@ -5,6 +5,7 @@
 import { serve } from '@hono/node-server';
 import { resolveAdminToken } from './admin-token.js';
 import { createApp } from './api/app.js';
+import { BackgroundTasks } from './api/background.js';
 import { printBanner } from './banner.js';
 import type { Config } from './config.js';
 import { connect } from './db/connect.js';
@@ -63,6 +64,8 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
     const admin = await resolveAdminToken(config.adminToken, config.dataDir);
     const waker = createWaker(sql);
     closers.unshift(async () => waker.close());
+    const background = new BackgroundTasks();
+    closers.unshift(() => background.stop()); // after the server stops accepting, before the pool
     const app = createApp({
       sql,
       config,
@@ -71,6 +74,7 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
       endpoints: new EndpointStore(sql, secrets),
       migrationCount,
       onEnqueued: () => waker.poke(),
+      background,
     });
     const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
       const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));

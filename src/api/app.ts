@@ -7,6 +7,7 @@ import { createBacklogGuard } from '../deliveries/backlog.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { Logger } from '../log.js';
 import { bearerAuth } from './auth.js';
+import type { BackgroundTasks } from './background.js';
 import { deadLetterRoutes } from './dead-letters.js';
 import { deliveryRoutes } from './deliveries.js';
 import { endpointRoutes } from './endpoints.js';
@@ -22,6 +23,8 @@ export interface AppDeps {
   migrationCount: number;
   /** Called after new deliveries are committed, to wake dispatchers. */
   onEnqueued?: () => void;
+  /** Where long-running work started by a request (bulk replay) is tracked for shutdown. */
+  background?: BackgroundTasks;
 }
 
 export function createApp(deps: AppDeps) {
@@ -67,6 +70,7 @@ export function createApp(deps: AppDeps) {
       log: deps.log,
       replayBatchSize: deps.config.replayBatchSize,
       replayRatePerSecond: deps.config.replayRatePerSecond,
+      background: deps.background,
     }),
   );
   app.route('/v1', v1);

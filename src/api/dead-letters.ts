@@ -2,6 +2,7 @@
  * /v1/dead-letters: the analysis (what died, of what, which pattern), and the paced bulk replay
  * with its progress. Single-delivery replay lives in api/replay.ts.
  */
+
 import { type Context, Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
@@ -15,6 +16,7 @@ import {
 import { analyzeDeadLetters, MAX_ANALYSIS_HOURS } from '../deliveries/dead-letter-analysis.js';
 import { getAudit } from '../deliveries/replay.js';
 import type { Logger } from '../log.js';
+import type { BackgroundTasks } from './background.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
@@ -62,6 +64,8 @@ export interface DeadLetterRoutesDeps {
   log: Logger;
   replayBatchSize: number;
   replayRatePerSecond: number;
+  /** Shutdown aborts a running bulk replay through this and waits for it. */
+  background?: BackgroundTasks | undefined;
 }
 
 /** The caller's identity for the audit: bearerAuth sets it (one admin token: 'admin'). */
@@ -114,8 +118,9 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
     }
     // A large replay runs for matched / rate seconds, longer than a caller should hold a request
     // open: answer after the first batch is committed (so a failure shows here) and let the rest
-    // continue in this process. GET /replays/{audit_id} shows progress; if the process stops
-    // first, the audit row says `running` and the rest stays dead-lettered (rerun the filter).
+    // continue in this process. GET /replays/{audit_id} shows progress; a graceful shutdown stops
+    // it between batches (audit `interrupted`); a crash leaves it `running`. Either way the rest
+    // stays dead-lettered: rerun the filter.
     let firstBatch!: (p: ReplayProgress) => void;
     const firstProgress = new Promise<ReplayProgress>((resolve) => {
       firstBatch = resolve;
@@ -124,7 +129,9 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
       batchSize: deps.replayBatchSize,
       ratePerSecond: deps.replayRatePerSecond,
       onProgress: (p) => firstBatch(p),
+      signal: deps.background?.signal,
     });
+    deps.background?.track(run);
     const progress = await Promise.race([firstProgress, run]);
     run.then(
       (outcome) => deps.log.info({ auditId: plan.auditId, ...outcome }, 'bulk replay ended'),
