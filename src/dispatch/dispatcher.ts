@@ -46,6 +46,7 @@ export class Dispatcher {
   private inFlight = 0;
   private stopping = false;
   private wakeUp: (() => void) | undefined;
+  private wokenWhileBusy = false;
   private waitingForCapacity = false;
   private loop: Promise<void> | undefined;
   private stopMaintenance: (() => void) | undefined;
@@ -97,10 +98,18 @@ export class Dispatcher {
   private wake(): void {
     const resolve = this.wakeUp;
     this.wakeUp = undefined;
-    resolve?.();
+    // A wake-up while the loop is busy (claiming, asking for the next due time) is kept for the
+    // next sleep: otherwise a NOTIFY landing between "nothing due" and "sleep" is lost and the
+    // new work waits for the poll interval.
+    if (resolve) resolve();
+    else this.wokenWhileBusy = true;
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.wokenWhileBusy) {
+      this.wokenWhileBusy = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.wake(), ms);
       this.wakeUp = () => {
