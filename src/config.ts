@@ -37,6 +37,12 @@ export interface Config {
   secretGraceSeconds: number;
   shutdownTimeoutMs: number;
   embeddedPort: number;
+  /** A separate /metrics listener (the only way to scrape a `hookpost dispatcher` process). */
+  metricsPort: number | undefined;
+  /** When set, /metrics asks for `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
+  /** How long the database-derived gauges are reused between scrapes. */
+  metricsCacheSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -90,6 +96,18 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('HOOKPOST_ADMIN_TOKEN is invalid: expected at least 16 characters');
   }
+  const metricsToken = stringVar(env, 'HOOKPOST_METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 16) {
+    throw new ConfigError('HOOKPOST_METRICS_TOKEN is invalid: expected at least 16 characters');
+  }
+  const rawMetricsPort = stringVar(env, 'HOOKPOST_METRICS_PORT');
+  const metricsPort =
+    rawMetricsPort === undefined
+      ? undefined
+      : numberVar(env, 'HOOKPOST_METRICS_PORT', 0, { min: 1, integer: true });
+  if (metricsPort !== undefined && metricsPort > 65535) {
+    fail('HOOKPOST_METRICS_PORT', String(rawMetricsPort), 'a TCP port, 1 to 65535');
+  }
   const logLevel = (stringVar(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) fail('LOG_LEVEL', logLevel, LOG_LEVELS.join(', '));
 
@@ -123,6 +141,9 @@ export function loadConfig(env: Env = process.env): Config {
     secretGraceSeconds: numberVar(env, 'HOOKPOST_SECRET_GRACE_SECONDS', 86400),
     shutdownTimeoutMs: numberVar(env, 'HOOKPOST_SHUTDOWN_TIMEOUT_MS', 20000, { min: 0 }),
     embeddedPort: numberVar(env, 'HOOKPOST_EMBEDDED_PG_PORT', 54329, { min: 1, integer: true }),
+    metricsPort,
+    metricsToken,
+    metricsCacheSeconds: numberVar(env, 'HOOKPOST_METRICS_CACHE_SECONDS', 5),
   };
   if (config.retryCapSeconds < config.retryBaseSeconds) {
     throw new ConfigError('HOOKPOST_RETRY_CAP_SECONDS must be >= HOOKPOST_RETRY_BASE_SECONDS');
