@@ -10,6 +10,7 @@ import { bearerAuth } from './auth.js';
 import { deliveryRoutes } from './deliveries.js';
 import { endpointRoutes } from './endpoints.js';
 import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
+import { pipelineRoutes } from './pipeline.js';
 
 export interface AppDeps {
   sql: Sql;
@@ -57,6 +58,7 @@ export function createApp(deps: AppDeps) {
       onEnqueued: deps.onEnqueued ?? (() => {}),
     }),
   );
+  v1.route('/pipeline', pipelineRoutes(deps.sql));
   app.route('/v1', v1);
   return app;
 }
