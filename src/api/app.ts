@@ -6,6 +6,8 @@ import { migrationsApplied } from '../db/migrate.js';
 import { createBacklogGuard } from '../deliveries/backlog.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { Logger } from '../log.js';
+import { mountMetrics } from '../metrics/http.js';
+import { createMetrics, type HookpostMetrics } from '../metrics/registry.js';
 import { bearerAuth } from './auth.js';
 import { deliveryRoutes } from './deliveries.js';
 import { endpointRoutes } from './endpoints.js';
@@ -21,12 +23,21 @@ export interface AppDeps {
   migrationCount: number;
   /** Called after new deliveries are committed, to wake dispatchers. */
   onEnqueued?: () => void;
+  /**
+   * The process's metrics, shared with a dispatcher running in the same process so one
+   * /metrics shows both; a fresh registry with the database gauges when omitted.
+   */
+  metrics?: HookpostMetrics;
 }
 
 export function createApp(deps: AppDeps) {
   const app = new Hono();
   app.onError(createErrorHandler(deps.log));
   app.notFound(notFoundHandler);
+  const metrics =
+    deps.metrics ??
+    createMetrics({ sql: deps.sql, log: deps.log, maxAgeMs: deps.config.metricsCacheSeconds * 1000 });
+  mountMetrics(app, metrics, deps.config.metricsToken);
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
@@ -56,6 +67,7 @@ export function createApp(deps: AppDeps) {
       backlogLimit: deps.config.backlogLimit,
       backlog: createBacklogGuard(deps.sql),
       onEnqueued: deps.onEnqueued ?? (() => {}),
+      metrics,
     }),
   );
   v1.route('/pipeline', pipelineRoutes(deps.sql));
