@@ -41,6 +41,12 @@ export interface Config {
   replayBatchSize: number;
   /** The most deliveries per second a bulk replay releases to the dispatchers. */
   replayRatePerSecond: number;
+  /** A separate /metrics listener (the only way to scrape a `hookpost dispatcher` process). */
+  metricsPort: number | undefined;
+  /** When set, /metrics asks for `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
+  /** How long the database-derived gauges are reused between scrapes. */
+  metricsCacheSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -94,6 +100,18 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('HOOKPOST_ADMIN_TOKEN is invalid: expected at least 16 characters');
   }
+  const metricsToken = stringVar(env, 'HOOKPOST_METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 16) {
+    throw new ConfigError('HOOKPOST_METRICS_TOKEN is invalid: expected at least 16 characters');
+  }
+  const rawMetricsPort = stringVar(env, 'HOOKPOST_METRICS_PORT');
+  const metricsPort =
+    rawMetricsPort === undefined
+      ? undefined
+      : numberVar(env, 'HOOKPOST_METRICS_PORT', 0, { min: 1, integer: true });
+  if (metricsPort !== undefined && metricsPort > 65535) {
+    fail('HOOKPOST_METRICS_PORT', String(rawMetricsPort), 'a TCP port, 1 to 65535');
+  }
   const logLevel = (stringVar(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) fail('LOG_LEVEL', logLevel, LOG_LEVELS.join(', '));
 
@@ -129,6 +147,9 @@ export function loadConfig(env: Env = process.env): Config {
     embeddedPort: numberVar(env, 'HOOKPOST_EMBEDDED_PG_PORT', 54329, { min: 1, integer: true }),
     replayBatchSize: numberVar(env, 'HOOKPOST_REPLAY_BATCH_SIZE', 100, { min: 1, integer: true }),
     replayRatePerSecond: numberVar(env, 'HOOKPOST_REPLAY_RATE_PER_SECOND', 50),
+    metricsPort,
+    metricsToken,
+    metricsCacheSeconds: numberVar(env, 'HOOKPOST_METRICS_CACHE_SECONDS', 5),
   };
   // A batch is one transaction holding its rows locked: keep it small. A rate of 0 would never
   // finish, and one below 1/1000 s is surely a typo for a larger number.

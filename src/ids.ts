@@ -5,3 +5,12 @@ import { randomBytes } from 'node:crypto';
 export function newId(prefix: string, now = Date.now()): string {
   return prefix + now.toString(16).padStart(12, '0') + randomBytes(10).toString('hex');
 }
+
+/**
+ * The creation time encoded in an id from newId() or hookpost_id(), in Unix milliseconds;
+ * NaN when the id does not have that shape.
+ */
+export function idTimestampMs(id: string, prefixLength = 4): number {
+  const hex = id.slice(prefixLength, prefixLength + 12);
+  return /^[0-9a-f]{12}$/.test(hex) ? Number.parseInt(hex, 16) : Number.NaN;
+}

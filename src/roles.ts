@@ -3,6 +3,7 @@
  * in order on SIGINT/SIGTERM: stop accepting, drain, close the pool, stop the embedded database.
  */
 import { serve } from '@hono/node-server';
+import type { Hono } from 'hono';
 import { resolveAdminToken } from './admin-token.js';
 import { createApp } from './api/app.js';
 import { BackgroundTasks } from './api/background.js';
@@ -16,6 +17,8 @@ import { Dispatcher } from './dispatch/dispatcher.js';
 import { createSecretBox } from './endpoints/secrets.js';
 import { EndpointStore } from './endpoints/store.js';
 import type { Logger } from './log.js';
+import { createMetricsApp } from './metrics/http.js';
+import { createMetrics } from './metrics/registry.js';
 import { VERSION } from './version.js';
 
 export interface RoleOptions {
@@ -24,6 +27,19 @@ export interface RoleOptions {
 }
 
 type Closer = () => Promise<void>;
+
+/** Serves `app` on host:port; resolves once listening, with a closer for shutdown. */
+async function listen(app: Hono, port: number, host: string): Promise<Closer> {
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port, hostname: host }, () => resolve(s));
+    s.once('error', reject);
+  });
+  return () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+    });
+}
 
 export async function runRoles(config: Config, log: Logger, roles: RoleOptions): Promise<number> {
   const closers: Closer[] = [];
@@ -37,6 +53,8 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
   const migrationCount = (await readMigrations()).length;
   const secrets = createSecretBox(config.secretKey);
   if (!config.secretKey) log.warn('HOOKPOST_SECRET_KEY is not set: endpoint secrets are stored unencrypted');
+  // One registry for the whole process: with both roles here, one /metrics shows both.
+  const metrics = createMetrics({ sql, log, maxAgeMs: config.metricsCacheSeconds * 1000 });
 
   if (roles.dispatcher) {
     // Dispatcher bookkeeping commits asynchronously: losing the last few claims or results in a
@@ -53,6 +71,7 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
       log,
       secrets,
       userAgent: `hookpost/${VERSION}`,
+      metrics,
     });
     await dispatcher.start();
     closers.unshift(() => dispatchSql.end({ timeout: 5 }));
@@ -75,19 +94,19 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
       migrationCount,
       onEnqueued: () => waker.poke(),
       background,
+      metrics,
     });
-    const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-      const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
-      s.once('error', reject);
-    });
-    closers.unshift(
-      () =>
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-        }),
-    );
+    closers.unshift(await listen(app, config.port, config.host));
     printBanner(config, admin);
+  }
+
+  if (config.metricsPort !== undefined) {
+    closers.unshift(
+      await listen(createMetricsApp(metrics, config.metricsToken, log), config.metricsPort, config.host),
+    );
+    log.info({ port: config.metricsPort }, 'metrics listener started');
+  } else if (!roles.api) {
+    log.info('no API in this process: set HOOKPOST_METRICS_PORT to expose its /metrics');
   }
 
   return new Promise<number>((resolve) => {

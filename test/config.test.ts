@@ -36,6 +36,9 @@ describe('loadConfig', () => {
       HOOKPOST_DISPATCH_CONCURRENCY: '0',
       LOG_LEVEL: 'loud',
       DATABASE_URL: 'mysql://x',
+      HOOKPOST_METRICS_PORT: '70000',
+      HOOKPOST_METRICS_TOKEN: 'short',
+      HOOKPOST_METRICS_CACHE_SECONDS: '-1',
     };
     for (const [name, value] of Object.entries(cases)) {
       assert.throws(
@@ -43,6 +46,16 @@ describe('loadConfig', () => {
         (e: Error) => e instanceof ConfigError && e.message.includes(name),
       );
     }
+  });
+
+  it('leaves the metrics listener off and the scrape open unless asked', () => {
+    const c = loadConfig({});
+    assert.equal(c.metricsPort, undefined);
+    assert.equal(c.metricsToken, undefined);
+    assert.equal(c.metricsCacheSeconds, 5);
+    const set = loadConfig({ HOOKPOST_METRICS_PORT: '9464', HOOKPOST_METRICS_CACHE_SECONDS: '0.5' });
+    assert.equal(set.metricsPort, 9464);
+    assert.equal(set.metricsCacheSeconds, 0.5);
   });
 
   it('requires HOOKPOST_SECRET_KEY in production', () => {

@@ -10,6 +10,7 @@ import { createWaker } from '../src/deliveries/wakeup.js';
 import { createSecretBox } from '../src/endpoints/secrets.js';
 import { EndpointStore } from '../src/endpoints/store.js';
 import { createLogger } from '../src/log.js';
+import type { HookpostMetrics } from '../src/metrics/registry.js';
 
 export const TOKEN = 'test-admin-token-0123456789';
 
@@ -54,8 +55,15 @@ export function testConfig(env: Record<string, string> = {}): Config {
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by assertions
 export type TestResponse = Omit<Response, 'json'> & { json(): Promise<any> };
 
-/** The Hono app over a test database, plus helpers that send authorised JSON requests. */
-export async function createTestApp(db: TestDatabase, env: Record<string, string> = {}) {
+/**
+ * The Hono app over a test database, plus helpers that send authorised JSON requests. Pass
+ * `metrics` to share one registry with a test dispatcher, as `hookpost start` does.
+ */
+export async function createTestApp(
+  db: TestDatabase,
+  env: Record<string, string> = {},
+  options: { metrics?: HookpostMetrics } = {},
+) {
   const config = testConfig(env);
   const log = createLogger('silent');
   const waker = createWaker(db.sql);
@@ -67,6 +75,7 @@ export async function createTestApp(db: TestDatabase, env: Record<string, string
     endpoints: new EndpointStore(db.sql, createSecretBox(config.secretKey)),
     migrationCount: (await readMigrations()).length,
     onEnqueued: () => waker.poke(),
+    metrics: options.metrics,
   });
   const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     app.request(path, {
@@ -124,7 +133,11 @@ export async function waitFor<T>(what: string, check: () => Promise<T> | T, time
 }
 
 /** A Dispatcher over the test database, with fast test timings unless overridden. */
-export async function startTestDispatcher(db: TestDatabase, env: Record<string, string> = {}) {
+export async function startTestDispatcher(
+  db: TestDatabase,
+  env: Record<string, string> = {},
+  options: { metrics?: HookpostMetrics } = {},
+) {
   const { Dispatcher } = await import('../src/dispatch/dispatcher.js');
   const config = testConfig({
     HOOKPOST_RETRY_BASE_SECONDS: '0.01',
@@ -137,6 +150,7 @@ export async function startTestDispatcher(db: TestDatabase, env: Record<string, 
     log: createLogger('silent'),
     secrets: createSecretBox(config.secretKey),
     userAgent: 'hookpost/test',
+    metrics: options.metrics,
   });
   await dispatcher.start();
   return dispatcher;

@@ -6,12 +6,15 @@ import { migrationsApplied } from '../db/migrate.js';
 import { createBacklogGuard } from '../deliveries/backlog.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { Logger } from '../log.js';
+import { mountMetrics } from '../metrics/http.js';
+import { createMetrics, type HookpostMetrics } from '../metrics/registry.js';
 import { bearerAuth } from './auth.js';
 import type { BackgroundTasks } from './background.js';
 import { deadLetterRoutes } from './dead-letters.js';
 import { deliveryRoutes } from './deliveries.js';
 import { endpointRoutes } from './endpoints.js';
 import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
+import { pipelineRoutes } from './pipeline.js';
 import { replayRoutes } from './replay.js';
 
 export interface AppDeps {
@@ -25,12 +28,21 @@ export interface AppDeps {
   onEnqueued?: () => void;
   /** Where long-running work started by a request (bulk replay) is tracked for shutdown. */
   background?: BackgroundTasks;
+  /**
+   * The process's metrics, shared with a dispatcher running in the same process so one
+   * /metrics shows both; a fresh registry with the database gauges when omitted.
+   */
+  metrics?: HookpostMetrics;
 }
 
 export function createApp(deps: AppDeps) {
   const app = new Hono();
   app.onError(createErrorHandler(deps.log));
   app.notFound(notFoundHandler);
+  const metrics =
+    deps.metrics ??
+    createMetrics({ sql: deps.sql, log: deps.log, maxAgeMs: deps.config.metricsCacheSeconds * 1000 });
+  mountMetrics(app, metrics, deps.config.metricsToken);
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
@@ -60,6 +72,7 @@ export function createApp(deps: AppDeps) {
       backlogLimit: deps.config.backlogLimit,
       backlog: createBacklogGuard(deps.sql),
       onEnqueued: deps.onEnqueued ?? (() => {}),
+      metrics,
     }),
   );
   v1.route('/deliveries', replayRoutes({ sql: deps.sql }));
@@ -73,6 +86,7 @@ export function createApp(deps: AppDeps) {
       background: deps.background,
     }),
   );
+  v1.route('/pipeline', pipelineRoutes(deps.sql));
   app.route('/v1', v1);
   return app;
 }

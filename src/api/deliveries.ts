@@ -1,11 +1,12 @@
 /** /v1/deliveries: enqueue (single, fan-out, batch), read one, list. */
-import { type Context, Hono } from 'hono';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
 import type { BacklogGuard } from '../deliveries/backlog.js';
 import { EnqueueError, type EnqueueItem, type EnqueueResult, enqueue } from '../deliveries/enqueue.js';
 import { DELIVERY_STATUSES, type DeliveryRow, getDelivery, listDeliveries } from '../deliveries/read.js';
 import { listReplaysOf } from '../deliveries/replay.js';
+import type { HookpostMetrics } from '../metrics/registry.js';
 import { arrayElementSpans, objectMemberSpans, type Span } from '../util/raw-json.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError } from './errors.js';
@@ -33,6 +34,7 @@ export interface DeliveryRoutesDeps {
   backlogLimit: number;
   backlog: BacklogGuard;
   onEnqueued: () => void;
+  metrics: HookpostMetrics;
 }
 
 export function deliveryJson(row: DeliveryRow) {
@@ -89,8 +91,23 @@ function toItem(
   };
 }
 
+/**
+ * Counts refused enqueue requests by their error code (a fixed set in this code base, so the
+ * label stays bounded). Hono has already turned the error into the response here; c.error
+ * keeps what was thrown.
+ */
+function countRejections(metrics: HookpostMetrics): MiddlewareHandler {
+  return async (c, next) => {
+    await next();
+    if (c.req.method !== 'POST' || !c.error) return;
+    metrics.enqueueRejected.inc({ reason: c.error instanceof HttpError ? c.error.code : 'internal_error' });
+  };
+}
+
 export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   const app = new Hono();
+  app.use('/', countRejections(deps.metrics));
+  app.use('/batch', countRejections(deps.metrics));
 
   async function checkBacklog() {
     const due = await deps.backlog.dueCount();
@@ -104,7 +121,12 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   async function run(items: EnqueueItem[], batch: boolean) {
     try {
       const results = await enqueue(deps.sql, 'admin', items);
-      if (results.some((r) => !r.duplicate && r.deliveries.length > 0)) deps.onEnqueued();
+      let queued = 0;
+      for (const r of results) if (!r.duplicate) queued += r.deliveries.length;
+      if (queued > 0) {
+        deps.onEnqueued();
+        deps.metrics.deliveriesEnqueued.inc(queued);
+      }
       return results;
     } catch (error) {
       if (!(error instanceof EnqueueError)) throw error;

@@ -1,11 +1,8 @@
 /** Endpoint health routes: one endpoint's breaker and latency, and the list of slow endpoints. */
 import type { Hono } from 'hono';
-import { latencyWindow } from '../endpoints/latency.js';
+import { latencyWindow, MIN_PERCENTILE_SAMPLES as MIN_SAMPLES } from '../endpoints/latency.js';
 import { type EndpointRoutesDeps, notFound } from './endpoints.js';
 import { HttpError } from './errors.js';
-
-/** Fewer samples than this say nothing about a p95 (seed 004 uses the same floor). */
-const MIN_SAMPLES = 20;
 
 export function healthRoutes(app: Hono, deps: EndpointRoutesDeps): void {
   app.get('/slow', async (c) => {

@@ -6,6 +6,8 @@
 import type { Sql } from '../db/connect.js';
 import { type CompletedAttempt, completeAttempts } from '../deliveries/queue.js';
 import type { Logger } from '../log.js';
+import { recordStoredAttempts } from '../metrics/delivery-metrics.js';
+import type { HookpostMetrics } from '../metrics/registry.js';
 
 export class CompletionWriter {
   private pending: CompletedAttempt[] = [];
@@ -18,6 +20,7 @@ export class CompletionWriter {
     private readonly sql: Sql,
     private readonly log: Logger,
     private readonly onWritten: (batch: CompletedAttempt[]) => Promise<void>,
+    private readonly metrics?: HookpostMetrics,
     private readonly maxBatch = 1000,
     private readonly delayMs = 2,
   ) {}
@@ -45,6 +48,8 @@ export class CompletionWriter {
       try {
         const applied = await completeAttempts(this.sql, batch);
         failures = 0;
+        // Counted only once stored, so the metrics never run ahead of the attempt log.
+        if (this.metrics) recordStoredAttempts(this.metrics, batch, applied);
         if (applied.size < batch.length) {
           this.log.warn(
             { lost: batch.length - applied.size },

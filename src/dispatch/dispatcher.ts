@@ -11,6 +11,7 @@ import { nextAttempt, type RetryPolicy } from '../deliveries/retry-policy.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
 import type { Logger } from '../log.js';
+import type { HookpostMetrics } from '../metrics/registry.js';
 import { CompletionWriter } from './completions.js';
 import { type DispatchEndpoint, EndpointCache } from './endpoint-cache.js';
 import { LocalQueues } from './local-queues.js';
@@ -25,6 +26,7 @@ export interface DispatcherDeps {
   log: Logger;
   secrets: SecretBox;
   userAgent: string;
+  metrics?: HookpostMetrics;
 }
 
 interface Job {
@@ -69,6 +71,7 @@ export class Dispatcher {
       deps.sql,
       deps.log,
       createOutcomeHandler(deps.sql, config, deps.log),
+      deps.metrics,
     );
     this.policy = {
       baseSeconds: config.retryBaseSeconds,

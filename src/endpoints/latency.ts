@@ -10,6 +10,8 @@
 import type { Sql } from '../db/connect.js';
 
 const RATIO = 1.25;
+/** Fewer samples than this say nothing about a p95 (seed 004 uses the same floor). */
+export const MIN_PERCENTILE_SAMPLES = 20;
 /** Upper bounds in ms; the last bucket (index BOUNDS.length) holds everything slower. */
 export const BUCKET_BOUNDS_MS: number[] = (() => {
   const bounds: number[] = [];

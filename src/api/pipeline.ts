@@ -1,0 +1,27 @@
+/** GET /v1/pipeline: the delivery pipeline at a glance (queue, last hour, open circuits). */
+import { Hono } from 'hono';
+import type { Sql } from '../db/connect.js';
+import { readQueueSnapshot, readRecentActivity } from '../deliveries/stats.js';
+
+/**
+ * Always read fresh (unlike the cached metric gauges): an operator asking once wants the
+ * numbers as of now, and both queries are sized by the backlog and the last hour.
+ */
+export function pipelineRoutes(sql: Sql) {
+  const app = new Hono();
+  app.get('/', async (c) => {
+    const [queue, recent] = await Promise.all([readQueueSnapshot(sql), readRecentActivity(sql)]);
+    return c.json({
+      pending: queue.pending,
+      awaiting_retry: queue.awaitingRetry,
+      in_flight: queue.inFlight,
+      dead_letter: recent.deadLetter,
+      delivered_last_hour: recent.deliveredLastHour,
+      failed_last_hour: recent.failedLastHour,
+      oldest_pending_age_seconds: Math.round(queue.oldestPendingAgeSeconds * 1000) / 1000,
+      avg_delivery_ms_last_hour: recent.avgDeliveryMsLastHour,
+      open_circuits: queue.endpoints.filter((e) => e.state !== 'closed').length,
+    });
+  });
+  return app;
+}
