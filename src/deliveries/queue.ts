@@ -104,8 +104,12 @@ export async function releaseClaims(
  * claimed attempt stays counted, so a delivery that kills its dispatcher every time still ends
  * in dead_letter instead of looping forever.
  */
-export async function reapExpiredLeases(sql: Sql, maxAttempts: number, limit = 1000): Promise<number> {
-  const rows = await sql`
+export async function reapExpiredLeases(
+  sql: Sql,
+  maxAttempts: number,
+  limit = 1000,
+): Promise<{ requeued: number; deadLettered: number }> {
+  const rows = await sql<{ status: string }[]>`
     WITH expired AS (
       SELECT delivery_id, attempt_count >= ${maxAttempts} AS exhausted FROM delivery_queue
       WHERE lease_expires_at < now()
@@ -126,8 +130,9 @@ export async function reapExpiredLeases(sql: Sql, maxAttempts: number, limit = 1
       last_error_class = 'lease_expired', last_error = 'dispatcher lease expired before a result was recorded',
       updated_at = now()
     FROM expired e WHERE d.id = e.delivery_id
-    RETURNING d.id`;
-  return rows.length;
+    RETURNING d.status`;
+  const deadLettered = rows.filter((r) => r.status === 'dead_letter').length;
+  return { requeued: rows.length - deadLettered, deadLettered };
 }
 
 /** When the next delivery becomes due (null when nothing is waiting), to sleep exactly that long. */

@@ -92,8 +92,12 @@ export class Dispatcher {
   async start(): Promise<void> {
     const listener = await this.deps.sql.listen(WAKEUP_CHANNEL, () => this.wake());
     this.unlisten = listener.unlisten;
-    this.stopMaintenance = startMaintenance(this.deps.sql, this.deps.config, this.deps.log, () =>
-      this.wake(),
+    this.stopMaintenance = startMaintenance(
+      this.deps.sql,
+      this.deps.config,
+      this.deps.log,
+      () => this.wake(),
+      this.deps.metrics,
     );
     this.loop = this.claimLoop();
   }

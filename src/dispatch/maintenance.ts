@@ -8,6 +8,7 @@ import { reapExpiredLeases } from '../deliveries/queue.js';
 import { type BreakerPolicy, breakerTick } from '../endpoints/breaker.js';
 import { refreshHealthPercentiles } from '../endpoints/latency.js';
 import type { Logger } from '../log.js';
+import type { HookpostMetrics } from '../metrics/registry.js';
 
 export function breakerPolicy(config: Config): BreakerPolicy {
   return {
@@ -19,7 +20,13 @@ export function breakerPolicy(config: Config): BreakerPolicy {
 }
 
 /** Starts the timers; `onWork` is called when something became due (wake the claim loop). */
-export function startMaintenance(sql: Sql, config: Config, log: Logger, onWork: () => void): () => void {
+export function startMaintenance(
+  sql: Sql,
+  config: Config,
+  log: Logger,
+  onWork: () => void,
+  metrics?: HookpostMetrics,
+): () => void {
   const policy = breakerPolicy(config);
   const guarded = (name: string, task: () => Promise<void>) => {
     let running = false;
@@ -36,9 +43,12 @@ export function startMaintenance(sql: Sql, config: Config, log: Logger, onWork: 
     };
   };
   const reap = guarded('reaper', async () => {
-    const reaped = await reapExpiredLeases(sql, config.maxAttempts);
-    if (reaped > 0) {
-      log.warn({ reaped }, 'returned deliveries with expired leases to the queue');
+    const { requeued, deadLettered } = await reapExpiredLeases(sql, config.maxAttempts);
+    // A lease that ran out on the last attempt dead-letters the delivery here, not in the
+    // completion writer, so it is counted here.
+    if (deadLettered > 0) metrics?.deadLetters.inc(deadLettered);
+    if (requeued + deadLettered > 0) {
+      log.warn({ requeued, deadLettered }, 'took back deliveries whose lease expired');
       onWork();
     }
   });
