@@ -35,14 +35,8 @@ export interface EndpointDeadLetters {
   advice: string;
 }
 
-interface AggregateRow {
-  endpoint_id: string;
-  dead_count: number;
-  primary_error: string | null;
-  primary_status_code: number | null;
-  first_dead_at: Date;
-  last_dead_at: Date;
-  avg_attempts: number;
+/** One endpoint's aggregate: the route's fields plus the counts the pattern is judged by. */
+interface AggregateRow extends Omit<EndpointDeadLetters, 'pattern' | 'advice'> {
   auth_failures: number;
   rate_limited: number;
   peak_in_window: number;
