@@ -3,7 +3,9 @@
  * validated once at start; a bad value throws a ConfigError naming the variable, so the
  * process stops before it serves anything.
  */
+
 import path from 'node:path';
+import { DEFAULT_PATTERN_THRESHOLDS, type PatternThresholds } from './deliveries/dead-letter-patterns.js';
 
 export class ConfigError extends Error {}
 
@@ -47,6 +49,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** How long the database-derived gauges are reused between scrapes. */
   metricsCacheSeconds: number;
+  /** When the dead-letter analysis calls a pattern an outage, auth failure, drip (seed 004). */
+  deadLetterPatterns: PatternThresholds;
 }
 
 type Env = Record<string, string | undefined>;
@@ -66,6 +70,26 @@ function numberVar(env: Env, name: string, fallback: number, opts: { min?: numbe
     fail(name, raw, `${opts.integer ? 'an integer' : 'a number'} >= ${min}`);
   }
   return value;
+}
+
+function patternThresholds(env: Env): PatternThresholds {
+  const d = DEFAULT_PATTERN_THRESHOLDS;
+  const share = numberVar(env, 'HOOKPOST_DLQ_DOMINANT_SHARE', d.dominantShare);
+  if (share <= 0 || share > 1)
+    fail('HOOKPOST_DLQ_DOMINANT_SHARE', String(share), 'a number above 0, at most 1');
+  return {
+    clusterCount: numberVar(env, 'HOOKPOST_DLQ_CLUSTER_COUNT', d.clusterCount, { min: 1, integer: true }),
+    clusterWindowSeconds: numberVar(env, 'HOOKPOST_DLQ_CLUSTER_WINDOW_SECONDS', d.clusterWindowSeconds, {
+      min: 1,
+    }),
+    dominantShare: share,
+    dripMaxPerDay: numberVar(env, 'HOOKPOST_DLQ_DRIP_MAX_PER_DAY', d.dripMaxPerDay, { min: 1 }),
+    dripMinSpanSeconds: numberVar(env, 'HOOKPOST_DLQ_DRIP_MIN_SPAN_SECONDS', d.dripMinSpanSeconds),
+    dripMaxPerClusterWindow: numberVar(env, 'HOOKPOST_DLQ_DRIP_MAX_PER_WINDOW', d.dripMaxPerClusterWindow, {
+      min: 1,
+      integer: true,
+    }),
+  };
 }
 
 function boolVar(env: Env, name: string, fallback: boolean): boolean {
@@ -150,6 +174,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort,
     metricsToken,
     metricsCacheSeconds: numberVar(env, 'HOOKPOST_METRICS_CACHE_SECONDS', 5),
+    deadLetterPatterns: patternThresholds(env),
   };
   // A batch is one transaction holding its rows locked: keep it small. A rate of 0 would never
   // finish, and one below 1/1000 s is surely a typo for a larger number.

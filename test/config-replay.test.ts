@@ -29,3 +29,23 @@ describe('loadConfig: replay pacing', () => {
     }
   });
 });
+
+describe('loadConfig: dead-letter pattern thresholds', () => {
+  it("defaults to seed 004's numbers and refuses nonsense, naming the variable", () => {
+    assert.equal(loadConfig({}).deadLetterPatterns.clusterCount, 50);
+    assert.equal(loadConfig({ HOOKPOST_DLQ_DOMINANT_SHARE: '0.8' }).deadLetterPatterns.dominantShare, 0.8);
+    for (const [name, value] of [
+      ['HOOKPOST_DLQ_CLUSTER_COUNT', '0'],
+      ['HOOKPOST_DLQ_CLUSTER_COUNT', '2.5'],
+      ['HOOKPOST_DLQ_DOMINANT_SHARE', '1.5'],
+      ['HOOKPOST_DLQ_DOMINANT_SHARE', '0'],
+      ['HOOKPOST_DLQ_DRIP_MAX_PER_DAY', 'few'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (e: Error) => e instanceof ConfigError && e.message.includes(name),
+        `${name}=${value}`,
+      );
+    }
+  });
+});

@@ -83,6 +83,7 @@ export function createApp(deps: AppDeps) {
       log: deps.log,
       replayBatchSize: deps.config.replayBatchSize,
       replayRatePerSecond: deps.config.replayRatePerSecond,
+      patternThresholds: deps.config.deadLetterPatterns,
       background: deps.background,
     }),
   );

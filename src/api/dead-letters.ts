@@ -14,6 +14,7 @@ import {
   runReplay,
 } from '../deliveries/bulk-replay.js';
 import { analyzeDeadLetters, MAX_ANALYSIS_HOURS } from '../deliveries/dead-letter-analysis.js';
+import type { PatternThresholds } from '../deliveries/dead-letter-patterns.js';
 import { getAudit } from '../deliveries/replay.js';
 import type { Logger } from '../log.js';
 import type { BackgroundTasks } from './background.js';
@@ -64,6 +65,7 @@ export interface DeadLetterRoutesDeps {
   log: Logger;
   replayBatchSize: number;
   replayRatePerSecond: number;
+  patternThresholds?: PatternThresholds | undefined;
   /** Shutdown aborts a running bulk replay through this and waits for it. */
   background?: BackgroundTasks | undefined;
 }
@@ -88,6 +90,7 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
       hours,
       endpointId: query.endpoint_id,
       limit: pageLimit(c.req.query('limit')),
+      thresholds: deps.patternThresholds,
     });
     return c.json({ hours, endpoints });
   });

@@ -75,7 +75,12 @@ export async function runDeadLetters(config: Config, args: DeadLettersArgs): Pro
   if (args.endpoint !== undefined && args.endpoint.trim() === '')
     throw new UsageError('--endpoint must not be empty');
   const endpoints = await withDatabase(config, (sql) =>
-    analyzeDeadLetters(sql, { hours, endpointId: args.endpoint, limit: MAX_ROWS }),
+    analyzeDeadLetters(sql, {
+      hours,
+      endpointId: args.endpoint,
+      limit: MAX_ROWS,
+      thresholds: config.deadLetterPatterns,
+    }),
   );
   process.stdout.write(formatAnalysis(hours, endpoints));
   return 0;

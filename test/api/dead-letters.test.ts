@@ -122,6 +122,14 @@ describe('GET /v1/dead-letters/analysis', () => {
     assert.equal(drip.pattern, 'mixed');
   });
 
+  it('takes its pattern thresholds from HOOKPOST_DLQ_* (an operator may call 55 in an hour normal)', async () => {
+    const tuned = await createTestApp(db, { HOOKPOST_DLQ_CLUSTER_COUNT: '100' });
+    const res = await tuned.send('GET', `/v1/dead-letters/analysis?hours=96&endpoint_id=${ids.outage}`);
+    const [outage] = (await res.json()).endpoints;
+    assert.equal(outage.dead_count, 55);
+    assert.notEqual(outage.pattern, 'outage_cluster');
+  });
+
   it('filters by endpoint', async () => {
     const byEndpoint = await analysis(`?hours=1&endpoint_id=${ids.limited}`);
     assert.deepEqual([...byEndpoint.keys()], [ids.limited]);
