@@ -19,6 +19,13 @@ export function errorBody(code: string, message: string, details?: unknown) {
   return { error: details === undefined ? { code, message } : { code, message, details } };
 }
 
+/**
+ * PostgreSQL refuses U+0000 in text (22021) and in jsonb (22P05). Only a caller's text can carry
+ * one (payloads are bytea; response snippets are stripped), and the statement fails as a whole,
+ * so nothing is half written: it is the caller's 400, wherever in the API the text went in.
+ */
+const NUL_IN_TEXT = new Set(['22021', '22P05']);
+
 /** Hono onError: HttpError as-is; anything else is a 500 that reveals nothing about the inside. */
 export function createErrorHandler(log: Logger) {
   return (error: Error, c: Context) => {
@@ -26,9 +33,18 @@ export function createErrorHandler(log: Logger) {
       for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
       return c.json(errorBody(error.code, error.message, error.details), error.status);
     }
+    const sqlState = (error as { code?: unknown }).code;
+    if (error.name === 'PostgresError' && typeof sqlState === 'string' && NUL_IN_TEXT.has(sqlState)) {
+      return c.json(
+        errorBody(
+          'invalid_text',
+          'text fields, ids and query parameters cannot contain the NUL character (\\u0000)',
+        ),
+        400,
+      );
+    }
     // Class, SQLSTATE and message only: never the error object, whose fields (a query's
     // parameters, a PostgreSQL `detail`) can quote payloads or secrets.
-    const sqlState = (error as { code?: unknown }).code;
     log.error(
       {
         route: c.req.routePath,
