@@ -1,12 +1,11 @@
 /** CLI entry: `hookpost <command> [options]`. Exit codes: 0 success, 1 failure, 2 bad usage. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { runBench } from './bench/bench.js';
+import { withDatabase } from './cli/database.js';
 import { runDeadLetters } from './cli/dead-letters.js';
 import { runReplayCommand } from './cli/replay.js';
 import { UsageError } from './cli/usage-error.js';
 import { ConfigError, loadConfig } from './config.js';
-import { connect } from './db/connect.js';
-import { openDatabase } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createLogger } from './log.js';
 import { runRoles } from './roles.js';
@@ -149,18 +148,11 @@ export async function main(argv: string[]): Promise<number> {
       case 'replay':
         return await runReplayCommand(config, values);
       default: {
-        const database = await openDatabase(config, log);
-        const sql = connect(database.url, { max: 2 });
-        try {
-          const applied = await migrate(sql);
-          process.stdout.write(
-            applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n',
-          );
-          return 0;
-        } finally {
-          await sql.end({ timeout: 5 });
-          await database.stop();
-        }
+        const applied = await withDatabase(config, (sql) => migrate(sql), { requireSchema: false, log });
+        process.stdout.write(
+          applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n',
+        );
+        return 0;
       }
     }
   } catch (error) {

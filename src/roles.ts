@@ -2,11 +2,11 @@
  * Running hookpost's long-lived roles (API, dispatcher) in this process, and shutting them down
  * in order on SIGINT/SIGTERM: stop accepting, drain, close the pool, stop the embedded database.
  */
-import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { resolveAdminToken } from './admin-token.js';
 import { createApp } from './api/app.js';
 import { BackgroundTasks } from './api/background.js';
+import { serveApp } from './api/serve.js';
 import { printBanner } from './banner.js';
 import type { Config } from './config.js';
 import { connect } from './db/connect.js';
@@ -30,15 +30,8 @@ type Closer = () => Promise<void>;
 
 /** Serves `app` on host:port; resolves once listening, with a closer for shutdown. */
 async function listen(app: Hono, port: number, host: string): Promise<Closer> {
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port, hostname: host }, () => resolve(s));
-    s.once('error', reject);
-  });
-  return () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-    });
+  const served = await serveApp(app, port, host);
+  return () => served.close();
 }
 
 export async function runRoles(config: Config, log: Logger, roles: RoleOptions): Promise<number> {

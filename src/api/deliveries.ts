@@ -9,7 +9,7 @@ import { listReplaysOf } from '../deliveries/replay.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { arrayElementSpans, objectMemberSpans, type Span } from '../util/raw-json.js';
 import { readJsonBody, validate } from './body.js';
-import { HttpError } from './errors.js';
+import { callerError, HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
 
 export const MAX_BATCH_ITEMS = 1000;
@@ -100,7 +100,7 @@ function countRejections(metrics: HookpostMetrics): MiddlewareHandler {
   return async (c, next) => {
     await next();
     if (c.req.method !== 'POST' || !c.error) return;
-    metrics.enqueueRejected.inc({ reason: c.error instanceof HttpError ? c.error.code : 'internal_error' });
+    metrics.enqueueRejected.inc({ reason: callerError(c.error)?.code ?? 'internal_error' });
   };
 }
 

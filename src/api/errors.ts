@@ -26,22 +26,31 @@ export function errorBody(code: string, message: string, details?: unknown) {
  */
 const NUL_IN_TEXT = new Set(['22021', '22P05']);
 
-/** Hono onError: HttpError as-is; anything else is a 500 that reveals nothing about the inside. */
+/** The caller-facing form of a thrown error: an HttpError, or undefined for our own failures. */
+export function callerError(error: unknown): HttpError | undefined {
+  if (error instanceof HttpError) return error;
+  const sqlState = (error as { code?: unknown } | null)?.code;
+  if (
+    (error as Error | null)?.name === 'PostgresError' &&
+    typeof sqlState === 'string' &&
+    NUL_IN_TEXT.has(sqlState)
+  ) {
+    return new HttpError(
+      400,
+      'invalid_text',
+      'text fields, ids and query parameters cannot contain the NUL character (\\u0000)',
+    );
+  }
+  return undefined;
+}
+
+/** Hono onError: caller errors as their 4xx; anything else is a 500 that reveals nothing about the inside. */
 export function createErrorHandler(log: Logger) {
   return (error: Error, c: Context) => {
-    if (error instanceof HttpError) {
-      for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
-      return c.json(errorBody(error.code, error.message, error.details), error.status);
-    }
-    const sqlState = (error as { code?: unknown }).code;
-    if (error.name === 'PostgresError' && typeof sqlState === 'string' && NUL_IN_TEXT.has(sqlState)) {
-      return c.json(
-        errorBody(
-          'invalid_text',
-          'text fields, ids and query parameters cannot contain the NUL character (\\u0000)',
-        ),
-        400,
-      );
+    const forCaller = callerError(error);
+    if (forCaller) {
+      for (const [name, value] of Object.entries(forCaller.headers ?? {})) c.header(name, value);
+      return c.json(errorBody(forCaller.code, forCaller.message, forCaller.details), forCaller.status);
     }
     // Class, SQLSTATE and message only: never the error object, whose fields (a query's
     // parameters, a PostgreSQL `detail`) can quote payloads or secrets.
@@ -50,7 +59,7 @@ export function createErrorHandler(log: Logger) {
         route: c.req.routePath,
         method: c.req.method,
         errorName: error.name,
-        sqlState,
+        sqlState: (error as { code?: unknown }).code,
         message: error.message,
       },
       'unhandled error',

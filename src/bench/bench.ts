@@ -8,9 +8,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { serve } from '@hono/node-server';
 import { Pool } from 'undici';
 import { createApp } from '../api/app.js';
+import { serveApp } from '../api/serve.js';
 import type { Config } from '../config.js';
 import { connect, type Sql } from '../db/connect.js';
 import { openDatabase } from '../db/database.js';
@@ -74,10 +74,7 @@ async function startHarness(config: Config, log: Logger): Promise<Harness> {
     migrationCount: (await readMigrations()).length,
     onEnqueued: () => waker.poke(),
   });
-  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
-  });
-  const port = (server.address() as { port: number }).port;
+  const server = await serveApp(app, 0, '127.0.0.1');
   let dispatcher: ChildProcess | undefined;
   const startDispatcher = async () => {
     dispatcher = await startDispatcherProcess(url.toString(), sql);
@@ -88,7 +85,7 @@ async function startHarness(config: Config, log: Logger): Promise<Harness> {
     dispatcher.kill('SIGTERM');
     await once(dispatcher, 'exit');
   };
-  const api = new Pool(`http://127.0.0.1:${port}`, { connections: 8 });
+  const api = new Pool(`http://127.0.0.1:${server.port}`, { connections: 8 });
   return {
     sql,
     startDispatcher,
@@ -99,7 +96,7 @@ async function startHarness(config: Config, log: Logger): Promise<Harness> {
       await stopDispatcher();
       await api.close();
       waker.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
       await sql.end();
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();

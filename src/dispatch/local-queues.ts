@@ -10,13 +10,8 @@ export class LocalQueues<T> {
   /** Endpoints with queued items, in service order. */
   private ring: string[] = [];
   private cursor = 0;
-  private total = 0;
 
   constructor(private readonly perEndpointSlots: number) {}
-
-  get queued(): number {
-    return this.total;
-  }
 
   push(endpointId: string, item: T): void {
     let queue = this.queues.get(endpointId);
@@ -26,7 +21,6 @@ export class LocalQueues<T> {
       this.ring.push(endpointId);
     }
     queue.push(item);
-    this.total++;
   }
 
   /** The next item from the next endpoint (round-robin) that has a free slot, marked in flight. */
@@ -38,7 +32,6 @@ export class LocalQueues<T> {
       if ((this.inFlight.get(endpointId) ?? 0) >= this.perEndpointSlots) continue;
       const queue = this.queues.get(endpointId)!;
       const item = queue.shift()!;
-      this.total--;
       if (queue.length === 0) {
         this.queues.delete(endpointId);
         this.ring = this.ring.filter((id) => id !== endpointId);
@@ -83,7 +76,6 @@ export class LocalQueues<T> {
     const items = [...this.queues.values()].flat();
     this.queues.clear();
     this.ring = [];
-    this.total = 0;
     return items;
   }
 }

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
+import { parsePrometheusText } from '../metrics/prom-text.js';
 
 describe('NUL characters in caller text', () => {
   let db: TestDatabase;
@@ -44,5 +45,11 @@ describe('NUL characters in caller text', () => {
       assert.equal((await res.json()).error.code, 'invalid_text', `${method} ${path}`);
     }
     assert.equal(await counts(), before, 'nothing half written');
+    const metrics = parsePrometheusText(await (await t.request('/metrics')).text());
+    assert.equal(
+      metrics.value('hookpost_enqueue_rejected_total', { reason: 'invalid_text' }),
+      1,
+      'the refused enqueue is counted under its real reason',
+    );
   });
 });
