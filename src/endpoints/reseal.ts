@@ -30,11 +30,12 @@ function reseal(box: SecretBox, stored: string, result: ResealResult): string | 
 /** Signing secrets, keyset-paged by primary key so a value that cannot be opened is passed once. */
 async function resealSigningSecrets(sql: Sql, box: SecretBox, result: ResealResult, stopped: () => boolean) {
   const current = `v2:${box.currentKeyId}:`;
+  // Timestamps travel as text: a Date would drop the microseconds of the primary key.
   let after = { id: '', at: '-infinity' };
   while (!stopped()) {
     const rows = await sql<{ endpoint_id: string; created_at: string; secret: string }[]>`
       SELECT endpoint_id, created_at::text AS created_at, secret FROM endpoint_secrets
-      WHERE (endpoint_id, created_at) > (${after.id}, ${after.at}::timestamptz)
+      WHERE (endpoint_id, created_at) > (${after.id}, ${after.at}::text::timestamptz)
         AND NOT starts_with(secret, ${current})
         AND (expires_at IS NULL OR expires_at > now())
       ORDER BY endpoint_id, created_at LIMIT ${BATCH}`;
@@ -48,7 +49,7 @@ async function resealSigningSecrets(sql: Sql, box: SecretBox, result: ResealResu
     // Compare-and-set on the old value: a rotation or another process's reseal wins.
     const updated = await sql`
       UPDATE endpoint_secrets s SET secret = c.sealed
-      FROM unnest(${changes.map((c) => c.endpoint_id)}::text[], ${changes.map((c) => c.created_at)}::timestamptz[],
+      FROM unnest(${changes.map((c) => c.endpoint_id)}::text[], ${changes.map((c) => c.created_at)}::text[]::timestamptz[],
                   ${changes.map((c) => c.secret)}::text[], ${changes.map((c) => c.sealed)}::text[])
         AS c(endpoint_id, created_at, old, sealed)
       WHERE s.endpoint_id = c.endpoint_id AND s.created_at = c.created_at AND s.secret = c.old`;
