@@ -104,7 +104,10 @@ export function startResealing(sql: Sql, box: SecretBox, log: Logger): { stop():
   let stopping = false;
   const run = resealStoredSecrets(sql, box, () => stopping).then(
     ({ resealed, unavailable }) => {
-      if (resealed > 0) log.info({ resealed }, 'secrets re-encrypted under the current HOOKPOST_SECRET_KEY');
+      if (box.currentKeyId === null || stopping) return;
+      // Once a pass finishes with nothing left under an older key (here or in any process),
+      // HOOKPOST_SECRET_KEY_PREVIOUS can be dropped.
+      log.info({ keyId: box.currentKeyId, resealed, unavailable }, 're-encryption pass finished');
       if (unavailable > 0) {
         log.error(
           { unavailable },
