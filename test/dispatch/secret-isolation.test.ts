@@ -78,6 +78,9 @@ describe('an endpoint whose secret cannot be decrypted fails alone', () => {
     assert.equal(classes[0]!.error_class, 'secret_unavailable');
     assert.match(classes[0]!.error, /cannot be decrypted/);
     assert.ok(!classes[0]!.error.includes(LOST_KEY), 'no key material in the attempt log');
+    const [latency] = await db.sql<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM endpoint_latency_minutes WHERE endpoint_id = ${badEp.id}`;
+    assert.equal(latency!.n, 0, 'no request was made: no latency sample');
     const [goodState] = await db.sql<{ n: number }[]>`
       SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = ${goodEp.id} AND status = 'delivered'`;
     assert.equal(goodState!.n, 40);
