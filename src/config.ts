@@ -17,6 +17,8 @@ export interface Config {
   adminToken: string | undefined;
   allowPrivateTargets: boolean;
   secretKey: string | undefined;
+  /** Older keys still accepted for decrypting (HOOKPOST_SECRET_KEY_PREVIOUS), so the key can be rotated. */
+  secretKeyPrevious: string[];
   production: boolean;
   dispatchConcurrency: number;
   maxPayloadBytes: number;
@@ -106,6 +108,28 @@ function stringVar(env: Env, name: string): string | undefined {
   return raw === undefined || raw.trim() === '' ? undefined : raw;
 }
 
+/** HOOKPOST_SECRET_KEY_PREVIOUS: comma-separated older keys, only meaningful beside a current key. */
+function previousSecretKeys(env: Env, current: string | undefined): string[] {
+  const raw = stringVar(env, 'HOOKPOST_SECRET_KEY_PREVIOUS');
+  if (raw === undefined) return [];
+  if (current === undefined) {
+    throw new ConfigError(
+      'HOOKPOST_SECRET_KEY_PREVIOUS is set but HOOKPOST_SECRET_KEY is not: set the new key too',
+    );
+  }
+  const keys = raw
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
+  // Never echo the value: these are keys.
+  if (keys.some((k) => k.length < 16)) {
+    throw new ConfigError(
+      'HOOKPOST_SECRET_KEY_PREVIOUS is invalid: expected keys of at least 16 characters, comma-separated',
+    );
+  }
+  return keys;
+}
+
 /** Parses and validates the whole configuration; throws ConfigError on the first bad value. */
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
@@ -120,6 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (secretKey !== undefined && secretKey.length < 16) {
     throw new ConfigError('HOOKPOST_SECRET_KEY is invalid: expected at least 16 characters');
   }
+  const secretKeyPrevious = previousSecretKeys(env, secretKey);
   const adminToken = stringVar(env, 'HOOKPOST_ADMIN_TOKEN');
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('HOOKPOST_ADMIN_TOKEN is invalid: expected at least 16 characters');
@@ -147,6 +172,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken,
     allowPrivateTargets: boolVar(env, 'HOOKPOST_ALLOW_PRIVATE_TARGETS', false),
     secretKey,
+    secretKeyPrevious,
     production,
     dispatchConcurrency: numberVar(env, 'HOOKPOST_DISPATCH_CONCURRENCY', 256, { min: 1, integer: true }),
     maxPayloadBytes: numberVar(env, 'HOOKPOST_MAX_PAYLOAD_BYTES', 262144, { min: 1, integer: true }),

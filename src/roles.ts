@@ -14,6 +14,7 @@ import { openDatabase } from './db/database.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { createWaker } from './deliveries/wakeup.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
+import { startResealing } from './endpoints/reseal.js';
 import { createSecretBox } from './endpoints/secrets.js';
 import { EndpointStore } from './endpoints/store.js';
 import type { Logger } from './log.js';
@@ -44,8 +45,11 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
   const applied = await migrate(sql);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
   const migrationCount = (await readMigrations()).length;
-  const secrets = createSecretBox(config.secretKey);
+  const secrets = createSecretBox(config.secretKey, config.secretKeyPrevious);
   if (!config.secretKey) log.warn('HOOKPOST_SECRET_KEY is not set: endpoint secrets are stored unencrypted');
+  // Secrets sealed under an older key or stored before a key was set move to the current key.
+  const resealing = startResealing(sql, secrets, log);
+  closers.unshift(() => resealing.stop());
   // One registry for the whole process: with both roles here, one /metrics shows both.
   const metrics = createMetrics({ sql, log, maxAgeMs: config.metricsCacheSeconds * 1000 });
 

@@ -72,7 +72,7 @@ export async function createTestApp(
     config,
     log,
     adminToken: TOKEN,
-    endpoints: new EndpointStore(db.sql, createSecretBox(config.secretKey)),
+    endpoints: new EndpointStore(db.sql, createSecretBox(config.secretKey, config.secretKeyPrevious)),
     migrationCount: (await readMigrations()).length,
     onEnqueued: () => waker.poke(),
     metrics: options.metrics,
@@ -148,7 +148,7 @@ export async function startTestDispatcher(
     sql: db.sql,
     config,
     log: createLogger('silent'),
-    secrets: createSecretBox(config.secretKey),
+    secrets: createSecretBox(config.secretKey, config.secretKeyPrevious),
     userAgent: 'hookpost/test',
     metrics: options.metrics,
   });

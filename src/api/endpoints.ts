@@ -2,7 +2,8 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
-import type { Endpoint, EndpointStore } from '../endpoints/store.js';
+import { HeadersPatchError } from '../endpoints/headers.js';
+import type { Endpoint, EndpointStore, SigningMaterial } from '../endpoints/store.js';
 import { urlProblem } from '../endpoints/targets.js';
 import { readJsonBody, validate } from './body.js';
 import { healthRoutes } from './endpoint-health.js';
@@ -30,29 +31,33 @@ const RESERVED_HEADERS = new Set([
 ]);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-const headersSchema = z
-  .record(
-    z.string(),
-    z
-      .string()
-      .max(4096)
-      .regex(/^[^\r\n]*$/, 'must not contain line breaks'),
-  )
-  .superRefine((headers, ctx) => {
-    const names = Object.keys(headers);
-    if (names.length > 50) ctx.addIssue({ code: 'custom', message: 'at most 50 headers' });
-    for (const name of names) {
-      if (!HEADER_NAME.test(name))
-        ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
-      else if (RESERVED_HEADERS.has(name.toLowerCase())) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [name],
-          message: 'is set by hookpost and cannot be overridden',
-        });
-      }
+const headerValue = z
+  .string()
+  .max(4096)
+  .regex(/^[^\r\n]*$/, 'must not contain line breaks');
+
+function checkHeaderNames(headers: Record<string, unknown>, ctx: z.RefinementCtx) {
+  const names = Object.keys(headers);
+  if (names.length > 50) ctx.addIssue({ code: 'custom', message: 'at most 50 headers' });
+  for (const name of names) {
+    if (!HEADER_NAME.test(name))
+      ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
+    else if (RESERVED_HEADERS.has(name.toLowerCase())) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: 'is set by hookpost and cannot be overridden',
+      });
     }
-  });
+  }
+}
+
+const headersSchema = z.record(z.string(), headerValue).superRefine(checkHeaderNames);
+/** PATCH merges headers (endpoints/headers.ts): null removes one, null for the object removes all. */
+const headersPatchSchema = z
+  .record(z.string(), headerValue.nullable())
+  .superRefine(checkHeaderNames)
+  .nullable();
 
 const fields = {
   url: z.string().max(2048),
@@ -72,9 +77,14 @@ const createSchema = z.strictObject({
   max_in_flight: fields.max_in_flight.optional(),
   headers: fields.headers.optional(),
   metadata: fields.metadata.optional(),
+  signature_scheme: z.enum(['v1', 'v1a']).optional(),
 });
 
-const patchSchema = createSchema.partial().extend({ enabled: z.boolean().optional() });
+// The signature scheme is fixed at creation (a partner's verifier is built for one).
+const patchSchema = createSchema
+  .omit({ signature_scheme: true })
+  .partial()
+  .extend({ enabled: z.boolean().optional(), headers: headersPatchSchema.optional() });
 
 /** The public JSON shape of an endpoint (snake_case, as in the contract). */
 export function endpointJson(e: Endpoint) {
@@ -89,6 +99,8 @@ export function endpointJson(e: Endpoint) {
     metadata: e.metadata,
     enabled: e.enabled,
     disabled_reason: e.disabledReason,
+    signature_scheme: e.signatureScheme,
+    public_key: e.publicKey,
     created_at: e.createdAt,
     updated_at: e.updatedAt,
   };
@@ -99,6 +111,23 @@ function checkUrl(url: string | undefined, allowPrivate: boolean) {
   const problem = urlProblem(url, allowPrivate);
   if (problem)
     throw new HttpError(400, 'validation_failed', `url: ${problem}`, [{ field: 'url', message: problem }]);
+}
+
+/** Header merges that cannot apply (a masked value for a new header, too many) are a 400. */
+async function withHeaderProblems<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof HeadersPatchError)) throw error;
+    throw new HttpError(400, 'validation_failed', error.message, [
+      { field: error.field, message: error.message.slice(error.field.length + 2) },
+    ]);
+  }
+}
+
+/** The once-only part of a create or rotate answer: `secret` (v1) or `public_key` (v1a). */
+function signingJson(signing: SigningMaterial) {
+  return 'secret' in signing ? { secret: signing.secret } : { public_key: signing.publicKey };
 }
 
 export function notFound(id: string): never {
@@ -118,16 +147,19 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
   app.post('/', async (c) => {
     const body = validate(createSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
     checkUrl(body.url, deps.allowPrivateTargets);
-    const { endpoint, secret } = await deps.endpoints.create({
-      url: body.url,
-      description: body.description,
-      eventTypes: body.event_types,
-      rateLimitPerSecond: body.rate_limit_per_second,
-      maxInFlight: body.max_in_flight,
-      headers: body.headers,
-      metadata: body.metadata,
-    });
-    return c.json({ ...endpointJson(endpoint), secret }, 201);
+    const { endpoint, signing } = await withHeaderProblems(() =>
+      deps.endpoints.create({
+        url: body.url,
+        description: body.description,
+        eventTypes: body.event_types,
+        rateLimitPerSecond: body.rate_limit_per_second,
+        maxInFlight: body.max_in_flight,
+        headers: body.headers,
+        metadata: body.metadata,
+        signatureScheme: body.signature_scheme,
+      }),
+    );
+    return c.json({ ...endpointJson(endpoint), ...signingJson(signing) }, 201);
   });
 
   app.get('/', async (c) => {
@@ -151,16 +183,18 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
   app.patch('/:id', async (c) => {
     const body = validate(patchSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
     checkUrl(body.url, deps.allowPrivateTargets);
-    const endpoint = await deps.endpoints.update(c.req.param('id'), {
-      url: body.url,
-      description: body.description,
-      eventTypes: body.event_types,
-      rateLimitPerSecond: body.rate_limit_per_second,
-      maxInFlight: body.max_in_flight,
-      headers: body.headers,
-      metadata: body.metadata,
-      enabled: body.enabled,
-    });
+    const endpoint = await withHeaderProblems(() =>
+      deps.endpoints.update(c.req.param('id'), {
+        url: body.url,
+        description: body.description,
+        eventTypes: body.event_types,
+        rateLimitPerSecond: body.rate_limit_per_second,
+        maxInFlight: body.max_in_flight,
+        headers: body.headers,
+        metadata: body.metadata,
+        enabled: body.enabled,
+      }),
+    );
     return endpoint ? c.json(endpointJson(endpoint)) : notFound(c.req.param('id'));
   });
 
@@ -170,11 +204,11 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
   });
 
   app.post('/:id/rotate-secret', async (c) => {
-    const secret = await deps.endpoints.rotateSecret(c.req.param('id'), deps.secretGraceSeconds);
-    if (!secret) notFound(c.req.param('id'));
+    const signing = await deps.endpoints.rotateSecret(c.req.param('id'), deps.secretGraceSeconds);
+    if (!signing) notFound(c.req.param('id'));
     return c.json({
       id: c.req.param('id'),
-      secret,
+      ...signingJson(signing),
       previous_secret_expires_in_seconds: deps.secretGraceSeconds,
     });
   });

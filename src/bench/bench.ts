@@ -63,7 +63,7 @@ async function startHarness(config: Config, log: Logger): Promise<Harness> {
   const sql = connect(url.toString(), { max: 20 });
   await migrate(sql);
   const token = randomBytes(24).toString('hex');
-  const secrets = createSecretBox(config.secretKey);
+  const secrets = createSecretBox(config.secretKey, config.secretKeyPrevious);
   const waker = createWaker(sql);
   const app = createApp({
     sql,

@@ -2,7 +2,7 @@
 import net from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { startEmbeddedPostgres } from './embedded.js';
+import { embeddedUrl, startEmbeddedPostgres } from './embedded.js';
 
 export interface DatabaseHandle {
   url: string;
@@ -30,7 +30,7 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
   if (await portAnswers(port)) {
     log.info({ port }, 'using the embedded PostgreSQL another hookpost process started');
     return {
-      url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+      url: await embeddedUrl(config.dataDir, port),
       embedded: true,
       stop: async () => {},
     };
@@ -38,5 +38,11 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
   const started = Date.now();
   const db = await startEmbeddedPostgres({ dataDir: config.dataDir, port });
   log.info({ port, dataDir: config.dataDir, ms: Date.now() - started }, 'embedded PostgreSQL started');
+  if (db.passwordMigrated) {
+    log.warn(
+      { dataDir: config.dataDir },
+      'embedded PostgreSQL moved from the old fixed password to a generated one',
+    );
+  }
   return { url: db.url, embedded: true, stop: db.stop };
 }

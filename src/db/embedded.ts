@@ -8,13 +8,17 @@
  * and its ordered shutdown.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import postgres from 'postgres';
 
 export interface EmbeddedDatabase {
   url: string;
+  /** True when this start moved a cluster made with the old fixed password to a generated one. */
+  passwordMigrated: boolean;
   stop(): Promise<void>;
 }
 
@@ -27,7 +31,77 @@ export interface EmbeddedOptions {
   persistent?: boolean;
 }
 
-const PASSWORD = 'postgres';
+/**
+ * Clusters made before the password was generated used this one. A cluster that still accepts it
+ * is moved to the generated password on its next start (see ensurePassword).
+ */
+const LEGACY_PASSWORD = 'postgres';
+/** The generated password, in the data dir beside the cluster, readable by its owner only. */
+const PASSWORD_FILE = 'pg-password';
+
+/** The superuser password of the embedded cluster under `dataDir`, created on first use. */
+async function readOrCreatePassword(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, PASSWORD_FILE);
+  try {
+    const password = (await fs.readFile(file, 'utf8')).trim();
+    await fs.chmod(file, 0o600); // tighten a copy restored with looser permissions
+    if (password !== '') return password;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  // URL-safe characters only: it goes into the connection URL and an ALTER ROLE literal.
+  const password = randomBytes(24).toString('base64url');
+  const temporary = `${file}.${process.pid}.tmp`;
+  await fs.writeFile(temporary, `${password}\n`, { mode: 0o600 });
+  await fs.rename(temporary, file); // atomic: a crash never leaves half a password behind
+  return password;
+}
+
+/** The URL of the embedded cluster under `dataDir` (used by processes that share one server). */
+export async function embeddedUrl(dataDir: string, port: number): Promise<string> {
+  let password = LEGACY_PASSWORD;
+  try {
+    password = (await fs.readFile(path.join(dataDir, PASSWORD_FILE), 'utf8')).trim() || LEGACY_PASSWORD;
+  } catch {}
+  return `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
+}
+
+/**
+ * Makes sure the running cluster accepts `password`. A cluster initialised by an older hookpost
+ * with the fixed password (or one whose ALTER was interrupted) accepts only that: it is changed
+ * here, once. Returns whether it was changed.
+ */
+async function ensurePassword(port: number, password: string): Promise<boolean> {
+  const attempt = async (pw: string, run?: (sql: postgres.Sql) => Promise<unknown>) => {
+    const sql = postgres(`postgres://postgres:${pw}@127.0.0.1:${port}/postgres`, {
+      max: 1,
+      onnotice: () => {},
+      connect_timeout: 10,
+    });
+    try {
+      await sql`SELECT 1`;
+      await run?.(sql);
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code === '28P01') return false; // invalid_password
+      throw error;
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+  };
+  if (await attempt(password)) return false;
+  if (!/^[A-Za-z0-9_-]+$/.test(password)) throw new Error(`${PASSWORD_FILE} holds an unusable password`);
+  // ALTER ROLE takes no parameters; the password is URL-safe base64, checked above.
+  const moved = await attempt(LEGACY_PASSWORD, (sql) =>
+    sql.unsafe(`ALTER ROLE postgres PASSWORD '${password}'`),
+  );
+  if (!moved) {
+    throw new Error(
+      `the embedded PostgreSQL accepts neither the password in ${PASSWORD_FILE} nor the old default`,
+    );
+  }
+  return true;
+}
 
 interface Binaries {
   initdb: string;
@@ -72,10 +146,15 @@ function run(command: string, args: string[], ids: object | undefined): Promise<
   });
 }
 
-async function initialise(bin: Binaries, clusterDir: string, ids: { uid: number; gid: number } | undefined) {
+async function initialise(
+  bin: Binaries,
+  clusterDir: string,
+  password: string,
+  ids: { uid: number; gid: number } | undefined,
+) {
   await fs.mkdir(clusterDir, { recursive: true, mode: 0o700 });
   const passwordFile = path.join(os.tmpdir(), `hookpost-pw-${process.pid}-${Date.now()}`);
-  await fs.writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+  await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   try {
     if (ids) {
       await fs.chown(clusterDir, ids.uid, ids.gid);
@@ -136,13 +215,22 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const clusterDir = path.join(options.dataDir, 'pg');
   await fs.mkdir(options.dataDir, { recursive: true });
   const ids = runAsIds();
-  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(bin, clusterDir, ids);
+  const password = await readOrCreatePassword(options.dataDir);
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(bin, clusterDir, password, ids);
   const child = await startServer(bin, clusterDir, options, ids);
   // If this process exits without stop() (an uncaught error), do not leave the server behind.
   const onExit = () => child.kill('SIGINT');
   process.once('exit', onExit);
+  let passwordMigrated: boolean;
+  try {
+    passwordMigrated = await ensurePassword(options.port, password);
+  } catch (error) {
+    child.kill('SIGINT');
+    throw error;
+  }
   return {
-    url: `postgres://postgres:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    url: `postgres://postgres:${password}@127.0.0.1:${options.port}/postgres`,
+    passwordMigrated,
     async stop() {
       process.removeListener('exit', onExit);
       if (child.exitCode === null && child.signalCode === null) {

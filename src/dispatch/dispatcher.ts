@@ -13,11 +13,11 @@ import type { SecretBox } from '../endpoints/secrets.js';
 import type { Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { CompletionWriter } from './completions.js';
-import { type DispatchEndpoint, EndpointCache } from './endpoint-cache.js';
+import { type DispatchEndpoint, EndpointCache, SECRET_UNAVAILABLE } from './endpoint-cache.js';
 import { LocalQueues } from './local-queues.js';
 import { startMaintenance } from './maintenance.js';
 import { createOutcomeHandler } from './outcomes.js';
-import { Sender } from './sender.js';
+import { Sender, type SendResult } from './sender.js';
 import { signatureHeader } from './signing.js';
 
 export interface DispatcherDeps {
@@ -66,7 +66,7 @@ export class Dispatcher {
       connectionsPerOrigin: config.dispatchConcurrency,
       userAgent: deps.userAgent,
     });
-    this.endpoints = new EndpointCache(deps.sql, deps.secrets);
+    this.endpoints = new EndpointCache(deps.sql, deps.secrets, deps.log);
     this.completions = new CompletionWriter(
       deps.sql,
       deps.log,
@@ -92,6 +92,7 @@ export class Dispatcher {
   async start(): Promise<void> {
     const listener = await this.deps.sql.listen(WAKEUP_CHANNEL, () => this.wake());
     this.unlisten = listener.unlisten;
+    await this.endpoints.start();
     this.stopMaintenance = startMaintenance(
       this.deps.sql,
       this.deps.config,
@@ -200,7 +201,9 @@ export class Dispatcher {
     }
   }
 
-  private async deliver(job: ClaimedDelivery, endpoint: DispatchEndpoint | undefined): Promise<void> {
+  private async deliver(job: ClaimedDelivery, claimedWith: DispatchEndpoint | undefined): Promise<void> {
+    // A change announced while the job waited in the local buffer (rotation, disable) applies.
+    const endpoint = claimedWith && (await this.endpoints.fresh(job.endpointId).catch(() => claimedWith));
     if (!endpoint?.enabled) {
       // Disabled between claim and send: hand it back uncharged and parked.
       await releaseClaims(this.deps.sql, [job], 'park').catch(() => {});
@@ -215,7 +218,16 @@ export class Dispatcher {
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureHeader(endpoint.keys, job.messageId, timestamp, job.payload),
     };
-    const result = await this.sender.send({ url: endpoint.url, headers, body: job.payload });
+    // An endpoint whose secrets cannot be decrypted fails alone, as a retryable attempt that
+    // sends nothing: its deliveries back off and its breaker parks them until the key is back.
+    const result: SendResult = endpoint.unavailable
+      ? {
+          outcome: { kind: 'retryable', errorClass: SECRET_UNAVAILABLE },
+          durationMs: 0,
+          snippet: null,
+          error: endpoint.unavailable,
+        }
+      : await this.sender.send({ url: endpoint.url, headers, body: job.payload });
     const { outcome } = result;
     const decision =
       outcome.kind === 'retryable' && outcome.errorClass === 'shutdown'
@@ -249,6 +261,7 @@ export class Dispatcher {
     this.wake();
     await this.loop;
     await this.unlisten?.().catch(() => {});
+    await this.endpoints.stop().catch(() => {});
     const unsent = this.local.drain().map((q) => q.job);
     const released = await releaseClaims(this.deps.sql, unsent).catch(() => 0);
     if (this.inFlight > 0) {

@@ -1,66 +1,159 @@
 /**
  * What the dispatcher needs to send to an endpoint (URL, custom headers, decrypted signing keys),
- * cached for a second so a claim batch of 500 costs at most one endpoint query, while a secret
- * rotation or a URL change still takes effect within a second.
+ * cached per process and kept current two ways:
+ * - once per claim batch, one cheap query compares each claimed endpoint's `config_version`
+ *   with the cached one and reloads only what changed, so a rotation, URL or header change or a
+ *   disable committed before the claim is seen by the very next attempt;
+ * - a NOTIFY from the endpoints trigger (sql/0004) marks an entry stale while its deliveries
+ *   wait in the local buffer, and the attempt reloads it before sending.
+ *
+ * Each endpoint is decrypted on its own: one whose secret or header no configured key opens is
+ * cached as `unavailable` (its deliveries fail with `secret_unavailable`, no request is sent),
+ * and every other endpoint in the batch is untouched.
  */
 import type { Sql } from '../db/connect.js';
-import { type SecretBox, secretKeyBytes } from '../endpoints/secrets.js';
+import { openHeaders } from '../endpoints/headers.js';
+import { type SecretBox, SecretUnavailableError } from '../endpoints/secrets.js';
+import {
+  ENDPOINT_CHANGED_CHANNEL,
+  endpointVersions,
+  loadSendingConfig,
+  type SendingConfigRow,
+} from '../endpoints/sending-config.js';
+import type { Logger } from '../log.js';
+import { type SigningKey, signingKey } from './signing.js';
+
+/** The error class of attempts to an endpoint whose secrets cannot be decrypted. */
+export const SECRET_UNAVAILABLE = 'secret_unavailable';
 
 export interface DispatchEndpoint {
   id: string;
   url: string;
   headers: Record<string, string>;
-  /** Signing keys, newest first: one `v1,` signature each. */
-  keys: Buffer[];
+  /** Signing keys, newest first: one `v1,` or `v1a,` signature each. */
+  keys: SigningKey[];
   enabled: boolean;
+  /** Set when a secret or header value cannot be decrypted: a payload-free reason. */
+  unavailable: string | undefined;
 }
 
 interface Entry {
-  endpoint: DispatchEndpoint | undefined;
-  loadedAt: number;
+  version: string;
+  endpoint: DispatchEndpoint;
+  /** Per key, when it stops signing (ms since epoch; Infinity for never: a NULL would read as NaN). */
+  expires: number[];
+  /** A NOTIFY said it changed: reload before the next use. */
+  stale: boolean;
 }
 
 export class EndpointCache {
   private readonly entries = new Map<string, Entry>();
+  private readonly loading = new Map<string, Promise<void>>();
+  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly sql: Sql,
     private readonly secrets: SecretBox,
-    private readonly maxAgeMs = 1000,
+    private readonly log?: Logger,
   ) {}
 
-  /** Loads every id that is missing or stale in one query; returns them all. */
-  async getMany(ids: Iterable<string>): Promise<Map<string, DispatchEndpoint | undefined>> {
-    const now = Date.now();
-    const wanted = [...new Set(ids)];
-    const stale = wanted.filter((id) => {
+  /** Listens for endpoint changes. Missed notifications (a reconnect) are caught by the version check. */
+  async start(): Promise<void> {
+    const listener = await this.sql.listen(ENDPOINT_CHANGED_CHANNEL, (id) => {
       const entry = this.entries.get(id);
-      return !entry || now - entry.loadedAt > this.maxAgeMs;
+      if (entry) entry.stale = true;
     });
-    if (stale.length > 0) {
-      const rows = await this.sql<
-        { id: string; url: string; headers: Record<string, string>; enabled: boolean; secrets: string[] }[]
-      >`
-        SELECT e.id, e.url, e.headers, e.enabled,
-          coalesce(array_agg(s.secret ORDER BY s.created_at DESC) FILTER (WHERE s.secret IS NOT NULL), '{}') AS secrets
-        FROM endpoints e
-        LEFT JOIN endpoint_secrets s ON s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
-        WHERE e.id = ANY(${stale}::text[])
-        GROUP BY e.id`;
-      for (const id of stale) this.entries.set(id, { endpoint: undefined, loadedAt: now });
-      for (const row of rows) {
-        this.entries.set(row.id, {
-          loadedAt: now,
-          endpoint: {
-            id: row.id,
-            url: row.url,
-            headers: row.headers,
-            enabled: row.enabled,
-            keys: row.secrets.map((s) => secretKeyBytes(this.secrets.open(s))),
-          },
-        });
-      }
+    this.unlisten = listener.unlisten;
+  }
+
+  async stop(): Promise<void> {
+    await this.unlisten?.();
+  }
+
+  /**
+   * For a claim batch: checks the versions of the cached endpoints in one query and loads those
+   * that are new, changed or stale in one more. Unknown (deleted for good) ids map to undefined.
+   */
+  async getMany(ids: Iterable<string>): Promise<Map<string, DispatchEndpoint | undefined>> {
+    const wanted = [...new Set(ids)];
+    const cached = wanted.filter((id) => this.entries.has(id) && !this.entries.get(id)!.stale);
+    const versions = await endpointVersions(this.sql, cached);
+    const reload = wanted.filter((id) => {
+      const entry = this.entries.get(id);
+      return !entry || entry.stale || versions.get(id) !== entry.version;
+    });
+    await this.load(reload);
+    return new Map(wanted.map((id) => [id, this.current(id)]));
+  }
+
+  /**
+   * The endpoint as it should be sent to now: reloaded first if a NOTIFY marked it stale since
+   * its deliveries were claimed. Expired keys are dropped here, without a query.
+   */
+  async fresh(id: string): Promise<DispatchEndpoint | undefined> {
+    if (this.entries.get(id)?.stale) await this.load([id]);
+    return this.current(id);
+  }
+
+  private current(id: string): DispatchEndpoint | undefined {
+    const entry = this.entries.get(id);
+    if (!entry) return undefined;
+    const now = Date.now();
+    if (entry.expires.every((at) => at > now)) return entry.endpoint;
+    const keep = entry.expires.map((at) => at > now);
+    entry.endpoint = { ...entry.endpoint, keys: entry.endpoint.keys.filter((_, i) => keep[i]) };
+    entry.expires = entry.expires.filter((_, i) => keep[i]);
+    return entry.endpoint;
+  }
+
+  private async load(ids: string[]): Promise<void> {
+    // One load per id at a time: concurrent attempts of a stale endpoint wait for the same query.
+    const pending = ids.map((id) => this.loading.get(id)).filter((p) => p !== undefined);
+    const todo = ids.filter((id) => !this.loading.has(id));
+    if (todo.length > 0) {
+      const run = this.query(todo);
+      for (const id of todo) this.loading.set(id, run);
+      pending.push(
+        run.finally(() => {
+          for (const id of todo) this.loading.delete(id);
+        }),
+      );
     }
-    return new Map(wanted.map((id) => [id, this.entries.get(id)?.endpoint]));
+    await Promise.all(pending);
+  }
+
+  private async query(ids: string[]): Promise<void> {
+    // Marked fresh before the query: a NOTIFY that lands during it marks the entry stale again.
+    for (const id of ids) {
+      const entry = this.entries.get(id);
+      if (entry) entry.stale = false;
+    }
+    const rows = await loadSendingConfig(this.sql, ids);
+    const found = new Set(rows.map((r) => r.id));
+    for (const id of ids) if (!found.has(id)) this.entries.delete(id);
+    for (const row of rows) {
+      const stale = this.entries.get(row.id)?.stale ?? false;
+      this.entries.set(row.id, { ...this.decrypt(row), version: row.config_version, stale });
+    }
+  }
+
+  private decrypt(row: SendingConfigRow): Pick<Entry, 'endpoint' | 'expires'> {
+    const base = { id: row.id, url: row.url, enabled: row.enabled };
+    try {
+      const keys = row.secrets.map((s) => signingKey(this.secrets.open(s)));
+      const headers = openHeaders(this.secrets, row.headers);
+      return { endpoint: { ...base, headers, keys, unavailable: undefined }, expires: row.expires };
+    } catch (error) {
+      const reason =
+        error instanceof SecretUnavailableError
+          ? `signing secret or header value cannot be decrypted: ${error.message}`
+          : 'signing secret cannot be read';
+      // The key id and endpoint only: never the stored value or anything decrypted from it.
+      this.log?.error(
+        { endpointId: row.id, keyId: error instanceof SecretUnavailableError ? error.keyId : null },
+        'endpoint secret cannot be decrypted: its deliveries fail with secret_unavailable',
+      );
+      return { endpoint: { ...base, headers: {}, keys: [], unavailable: reason }, expires: [] };
+    }
   }
 }

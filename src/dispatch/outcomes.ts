@@ -8,6 +8,7 @@ import { type CompletedAttempt, disableEndpoints } from '../deliveries/queue.js'
 import { applyOutcomes, summarizeOutcomes } from '../endpoints/breaker.js';
 import { recordLatencies } from '../endpoints/latency.js';
 import type { Logger } from '../log.js';
+import { SECRET_UNAVAILABLE } from './endpoint-cache.js';
 import { breakerPolicy } from './maintenance.js';
 
 export function createOutcomeHandler(sql: Sql, config: Config, log: Logger) {
@@ -23,6 +24,10 @@ export function createOutcomeHandler(sql: Sql, config: Config, log: Logger) {
     const failed = batch.filter((r) => r.outcome === 'retryable').map((r) => r.deliveryId);
     const changes = await applyOutcomes(sql, summarizeOutcomes(batch), failed, policy);
     for (const change of changes) log.warn(change, 'circuit state changed');
-    await recordLatencies(sql, batch);
+    // No request was made for these: a 0 ms sample would drag the endpoint's percentiles down.
+    await recordLatencies(
+      sql,
+      batch.filter((r) => r.errorClass !== SECRET_UNAVAILABLE),
+    );
   };
 }

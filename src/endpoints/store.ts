@@ -1,7 +1,13 @@
 /** Endpoint rows: create, read, update, soft-delete and secret rotation. */
 import type { Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
-import { generateSecret, type SecretBox } from './secrets.js';
+import { applyHeadersPatch, type HeadersPatch, maskHeaders } from './headers.js';
+import { generateSecret, generateSigningKeyPair, type SecretBox } from './secrets.js';
+
+export type SignatureScheme = 'v1' | 'v1a';
+
+/** Active signing keys per endpoint, newest first; older ones beyond this expire at once. */
+export const MAX_ACTIVE_SECRETS = 3;
 
 export interface Endpoint {
   id: string;
@@ -10,10 +16,14 @@ export interface Endpoint {
   eventTypes: string[];
   rateLimitPerSecond: number | null;
   maxInFlight: number | null;
+  /** Header names with masked values (maskValue): the values themselves are never read back. */
   headers: Record<string, string>;
   metadata: Record<string, unknown>;
   enabled: boolean;
   disabledReason: string | null;
+  signatureScheme: SignatureScheme;
+  /** The newest active `whpk_` public key of a v1a endpoint; null for v1. */
+  publicKey: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -26,9 +36,17 @@ export interface EndpointInput {
   maxInFlight?: number | null | undefined;
   headers?: Record<string, string> | undefined;
   metadata?: Record<string, unknown> | undefined;
+  signatureScheme?: SignatureScheme | undefined;
 }
 
-export type EndpointPatch = Partial<EndpointInput> & { enabled?: boolean | undefined };
+/** `headers` merges (RFC 7396): a name set to null is removed, `null` for all removes every one. */
+export type EndpointPatch = Partial<Omit<EndpointInput, 'headers' | 'signatureScheme'>> & {
+  enabled?: boolean | undefined;
+  headers?: HeadersPatch | undefined;
+};
+
+/** What create and rotate hand out once: a v1 secret, or a v1a endpoint's public key. */
+export type SigningMaterial = { secret: string } | { publicKey: string };
 
 interface EndpointRow {
   id: string;
@@ -41,11 +59,13 @@ interface EndpointRow {
   metadata: Record<string, unknown>;
   enabled: boolean;
   disabled_reason: string | null;
+  signature_scheme: SignatureScheme;
+  public_key: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
-function toEndpoint(row: EndpointRow): Endpoint {
+function toEndpoint(row: EndpointRow, box: SecretBox): Endpoint {
   return {
     id: row.id,
     url: row.url,
@@ -53,17 +73,35 @@ function toEndpoint(row: EndpointRow): Endpoint {
     eventTypes: row.event_types,
     rateLimitPerSecond: row.rate_limit_per_second,
     maxInFlight: row.max_in_flight,
-    headers: row.headers,
+    headers: maskHeaders(box, row.headers),
     metadata: row.metadata,
     enabled: row.enabled,
     disabledReason: row.disabled_reason,
+    signatureScheme: row.signature_scheme,
+    publicKey: row.public_key,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
 }
 
+// The public key is read with the row: a scalar subquery on endpoint_secrets' primary key.
 const COLUMNS =
-  'id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, enabled, disabled_reason, created_at, updated_at';
+  'id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, enabled, disabled_reason, created_at, updated_at, signature_scheme, ' +
+  '(SELECT s.public_key FROM endpoint_secrets s WHERE s.endpoint_id = endpoints.id AND (s.expires_at IS NULL OR s.expires_at > now()) ORDER BY s.created_at DESC LIMIT 1) AS public_key';
+
+/** A new signing secret (v1) or key pair (v1a): what is stored sealed, and what is shown once. */
+function newSigningKey(scheme: SignatureScheme, box: SecretBox) {
+  if (scheme === 'v1a') {
+    const pair = generateSigningKeyPair();
+    return {
+      sealed: box.seal(pair.privateKey),
+      publicKey: pair.publicKey,
+      shown: { publicKey: pair.publicKey },
+    };
+  }
+  const secret = generateSecret();
+  return { sealed: box.seal(secret), publicKey: null, shown: { secret } };
+}
 
 export class EndpointStore {
   constructor(
@@ -71,36 +109,40 @@ export class EndpointStore {
     private readonly secrets: SecretBox,
   ) {}
 
-  /** Creates the endpoint and its first secret in one transaction; returns both. */
-  async create(input: EndpointInput): Promise<{ endpoint: Endpoint; secret: string }> {
+  /**
+   * Creates the endpoint and its first signing key in one transaction. Returns the endpoint and,
+   * once, the v1 secret or the v1a public key (the v1a private key never leaves the database).
+   */
+  async create(input: EndpointInput): Promise<{ endpoint: Endpoint; signing: SigningMaterial }> {
     const id = newId('ep_');
-    const secret = generateSecret();
-    const sealed = this.secrets.seal(secret);
+    const scheme = input.signatureScheme ?? 'v1';
+    const key = newSigningKey(scheme, this.secrets);
+    const headers = applyHeadersPatch(this.secrets, {}, input.headers ?? {});
     const row = await this.sql.begin(async (tx) => {
       const [created] = await tx<EndpointRow[]>`
-        INSERT INTO endpoints (id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata)
+        INSERT INTO endpoints (id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, signature_scheme)
         VALUES (${id}, ${input.url}, ${input.description ?? ''}, ${input.eventTypes ?? []},
                 ${input.rateLimitPerSecond ?? null}, ${input.maxInFlight ?? null},
-                ${tx.json(input.headers ?? {})}, ${tx.json((input.metadata ?? {}) as never)})
+                ${tx.json(headers)}, ${tx.json((input.metadata ?? {}) as never)}, ${scheme})
         RETURNING ${tx.unsafe(COLUMNS)}`;
-      await tx`INSERT INTO endpoint_secrets (endpoint_id, secret) VALUES (${id}, ${sealed})`;
+      await tx`INSERT INTO endpoint_secrets (endpoint_id, secret, public_key) VALUES (${id}, ${key.sealed}, ${key.publicKey})`;
       await tx`INSERT INTO endpoint_health (endpoint_id) VALUES (${id})`;
       return created!;
     });
-    return { endpoint: toEndpoint(row), secret };
+    return { endpoint: toEndpoint({ ...row, public_key: key.publicKey }, this.secrets), signing: key.shown };
   }
 
   async get(id: string): Promise<Endpoint | undefined> {
     const [row] = await this.sql<EndpointRow[]>`
       SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints WHERE id = ${id} AND deleted_at IS NULL`;
-    return row && toEndpoint(row);
+    return row && toEndpoint(row, this.secrets);
   }
 
   async getMany(ids: string[]): Promise<Endpoint[]> {
     if (ids.length === 0) return [];
     const rows = await this.sql<EndpointRow[]>`
       SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints WHERE id = ANY(${ids}::text[]) AND deleted_at IS NULL`;
-    return rows.map(toEndpoint);
+    return rows.map((row) => toEndpoint(row, this.secrets));
   }
 
   /** Keyset page in creation order. */
@@ -109,7 +151,7 @@ export class EndpointStore {
       SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints
       WHERE deleted_at IS NULL AND id > ${after ?? ''}
       ORDER BY id LIMIT ${limit}`;
-    return rows.map(toEndpoint);
+    return rows.map((row) => toEndpoint(row, this.secrets));
   }
 
   /** Applies the given fields only. Re-enabling clears the disabled reason and resets the breaker. */
@@ -125,7 +167,8 @@ export class EndpointStore {
         rate_limit_per_second:
           patch.rateLimitPerSecond === undefined ? current.rate_limit_per_second : patch.rateLimitPerSecond,
         max_in_flight: patch.maxInFlight === undefined ? current.max_in_flight : patch.maxInFlight,
-        headers: patch.headers ?? current.headers,
+        // Merged in the locked row, sealed value by value; kept values are not re-read.
+        headers: applyHeadersPatch(this.secrets, current.headers, patch.headers),
         metadata: patch.metadata ?? current.metadata,
         enabled: patch.enabled ?? current.enabled,
       };
@@ -156,7 +199,7 @@ export class EndpointStore {
           WHERE endpoint_id = ${id} AND lease_expires_at IS NULL
             AND ${reenabled ? tx`next_attempt_at = 'infinity'` : tx`true`}`;
       }
-      return toEndpoint(row!);
+      return toEndpoint(row!, this.secrets);
     });
   }
 
@@ -180,20 +223,30 @@ export class EndpointStore {
     });
   }
 
-  /** Adds a new secret; the current ones keep signing for `graceSeconds`, then expire. */
-  async rotateSecret(id: string, graceSeconds: number): Promise<string | undefined> {
-    const secret = generateSecret();
-    const sealed = this.secrets.seal(secret);
-    const ok = await this.sql.begin(async (tx) => {
-      const rows = await tx`SELECT id FROM endpoints WHERE id = ${id} AND deleted_at IS NULL FOR UPDATE`;
-      if (rows.length === 0) return false;
+  /**
+   * Adds a new signing key of the endpoint's scheme; the current ones keep signing for
+   * `graceSeconds`, then expire. Rotating again within the grace period keeps at most
+   * MAX_ACTIVE_SECRETS active (the oldest expire now), so the signature header stays bounded.
+   */
+  async rotateSecret(id: string, graceSeconds: number): Promise<SigningMaterial | undefined> {
+    return this.sql.begin(async (tx) => {
+      const [endpoint] = await tx<{ signature_scheme: SignatureScheme }[]>`
+        SELECT signature_scheme FROM endpoints WHERE id = ${id} AND deleted_at IS NULL FOR UPDATE`;
+      if (!endpoint) return undefined;
+      const key = newSigningKey(endpoint.signature_scheme, this.secrets);
+      // Rows that have expired are of no further use: drop them so rotations do not pile up.
+      await tx`DELETE FROM endpoint_secrets WHERE endpoint_id = ${id} AND expires_at <= now()`;
       await tx`
         UPDATE endpoint_secrets SET expires_at = now() + make_interval(secs => ${graceSeconds})
         WHERE endpoint_id = ${id} AND (expires_at IS NULL OR expires_at > now() + make_interval(secs => ${graceSeconds}))`;
-      await tx`INSERT INTO endpoint_secrets (endpoint_id, secret) VALUES (${id}, ${sealed})`;
+      await tx`INSERT INTO endpoint_secrets (endpoint_id, secret, public_key) VALUES (${id}, ${key.sealed}, ${key.publicKey})`;
+      await tx`
+        UPDATE endpoint_secrets SET expires_at = now()
+        WHERE endpoint_id = ${id} AND expires_at > now() AND created_at NOT IN (
+          SELECT created_at FROM endpoint_secrets WHERE endpoint_id = ${id} AND (expires_at IS NULL OR expires_at > now())
+          ORDER BY created_at DESC LIMIT ${MAX_ACTIVE_SECRETS})`;
       await tx`UPDATE endpoints SET updated_at = now() WHERE id = ${id}`;
-      return true;
+      return key.shown;
     });
-    return ok ? secret : undefined;
   }
 }

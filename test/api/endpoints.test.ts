@@ -151,7 +151,7 @@ describe('/v1/endpoints', () => {
     const [row] = await db.sql<
       { secret: string }[]
     >`SELECT secret FROM endpoint_secrets WHERE endpoint_id = ${created.id}`;
-    assert.match(row!.secret, /^v1:/);
+    assert.match(row!.secret, /^v2:[0-9a-f]{12}:/);
     assert.ok(!row!.secret.includes(created.secret.slice(6)));
   });
 });
