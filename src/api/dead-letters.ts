@@ -21,6 +21,7 @@ import type { BackgroundTasks } from './background.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
+import { pgTimestampSchema } from './validation.js';
 
 const analysisQuery = z.object({
   hours: z
@@ -32,7 +33,8 @@ const analysisQuery = z.object({
   endpoint_id: z.string().min(1).max(255).optional(),
 });
 
-const timestamp = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a zone' });
+// Checked against what PostgreSQL can hold (no year 0000, offsets within ±15:59), else a 500.
+const timestamp = pgTimestampSchema;
 const replayBody = z
   .strictObject({
     endpoint_id: z.string().min(1).max(255).optional(),

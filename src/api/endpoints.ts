@@ -8,6 +8,7 @@ import { readJsonBody, validate } from './body.js';
 import { healthRoutes } from './endpoint-health.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
+import { headerNameProblem, headerValueProblem, jsonObjectSchema } from './validation.js';
 
 const MAX_BODY_BYTES = 256 * 1024;
 
@@ -28,29 +29,35 @@ const RESERVED_HEADERS = new Set([
   'webhook-timestamp',
   'webhook-signature',
 ]);
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
 const headersSchema = z
   .record(
     z.string(),
     z
       .string()
       .max(4096)
-      .regex(/^[^\r\n]*$/, 'must not contain line breaks'),
+      .superRefine((value, ctx) => {
+        const problem = headerValueProblem(value);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
   )
   .superRefine((headers, ctx) => {
     const names = Object.keys(headers);
     if (names.length > 50) ctx.addIssue({ code: 'custom', message: 'at most 50 headers' });
+    const seen = new Set<string>();
     for (const name of names) {
-      if (!HEADER_NAME.test(name))
-        ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
-      else if (RESERVED_HEADERS.has(name.toLowerCase())) {
+      const problem = headerNameProblem(name);
+      const lower = name.toLowerCase();
+      if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+      else if (RESERVED_HEADERS.has(lower)) {
         ctx.addIssue({
           code: 'custom',
           path: [name],
           message: 'is set by hookpost and cannot be overridden',
         });
+      } else if (seen.has(lower)) {
+        ctx.addIssue({ code: 'custom', path: [name], message: 'is given twice (header names ignore case)' });
       }
+      seen.add(lower);
     }
   });
 
@@ -61,7 +68,7 @@ const fields = {
   rate_limit_per_second: z.number().positive().max(100_000).nullable(),
   max_in_flight: z.number().int().positive().max(10_000).nullable(),
   headers: headersSchema,
-  metadata: z.record(z.string(), z.unknown()),
+  metadata: jsonObjectSchema(),
 };
 
 const createSchema = z.strictObject({
