@@ -35,7 +35,8 @@ export function jsonValueProblem(value: unknown, maxDepth: number): JsonProblem 
       return hasLoneSurrogate(v) ? { path, message: 'contains a lone UTF-16 surrogate' } : undefined;
     }
     if (v === null || typeof v !== 'object') return undefined;
-    if (depth + 1 > maxDepth) return { path, message: `is nested deeper than ${maxDepth} levels` };
+    // Reported on the field itself: a path 64 keys long helps nobody.
+    if (depth + 1 > maxDepth) return { path: [], message: `is nested deeper than ${maxDepth} levels` };
     const entries: [string | number, unknown][] = Array.isArray(v) ? [...v.entries()] : Object.entries(v);
     for (const [key, child] of entries) {
       if (typeof key === 'string' && hasLoneSurrogate(key)) {

@@ -94,9 +94,7 @@ export function arrayElementSpans(text: string, i: number): Span[] {
   return spans;
 }
 
-const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-const LITERAL = /true|false|null/y;
-const ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
+const LITERALS: Record<string, string> = { t: 'true', f: 'false', n: 'null' };
 
 /** Index just past the string literal at `i`, or -(index of the fault) - 1 when it is malformed. */
 function scanString(text: string, i: number): number {
@@ -105,12 +103,42 @@ function scanString(text: string, i: number): number {
     if (c === 0x22) return j + 1;
     if (c < 0x20) return -j - 1;
     if (c === 0x5c) {
-      ESCAPE.lastIndex = j;
-      if (!ESCAPE.test(text)) return -j - 1;
-      j = ESCAPE.lastIndex;
+      const kind = text[j + 1];
+      if (kind === 'u') {
+        for (let k = j + 2; k < j + 6; k++) if (!/[0-9a-fA-F]/.test(text[k] ?? '')) return -k - 1;
+        j += 6;
+      } else if (kind !== undefined && '"\\/bfnrt'.includes(kind)) j += 2;
+      else return -(j + 1) - 1;
     } else j++;
   }
   return -text.length - 1;
+}
+
+const isDigit = (text: string, j: number) => j < text.length && text[j]! >= '0' && text[j]! <= '9';
+
+/** Index just past the number or literal at `i`, or -(index of the fault) - 1. */
+function scanScalar(text: string, i: number): number {
+  const literal = LITERALS[text[i]!];
+  if (literal) {
+    for (let k = 0; k < literal.length; k++) if (text[i + k] !== literal[k]) return -(i + k) - 1;
+    return i + literal.length;
+  }
+  let j = i;
+  if (text[j] === '-') j++;
+  if (text[j] === '0') j++;
+  else if (isDigit(text, j)) while (isDigit(text, j)) j++;
+  else return -j - 1;
+  if (text[j] === '.') {
+    if (!isDigit(text, ++j)) return -j - 1;
+    while (isDigit(text, j)) j++;
+  }
+  if (text[j] === 'e' || text[j] === 'E') {
+    j++;
+    if (text[j] === '+' || text[j] === '-') j++;
+    if (!isDigit(text, j)) return -j - 1;
+    while (isDigit(text, j)) j++;
+  }
+  return j;
 }
 
 /**
@@ -145,10 +173,9 @@ export function jsonSyntaxErrorAt(text: string): number {
           i = end;
           expect = 'comma_or_end';
         } else {
-          const pattern = c === '-' || (c >= '0' && c <= '9') ? NUMBER : LITERAL;
-          pattern.lastIndex = i;
-          if (!pattern.test(text)) return i;
-          i = pattern.lastIndex;
+          const end = scanScalar(text, i);
+          if (end < 0) return -end - 1;
+          i = end;
           expect = 'comma_or_end';
         }
         break;
