@@ -21,7 +21,7 @@ import type { BackgroundTasks } from './background.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
-import { pgTimestampSchema } from './validation.js';
+import { jsonSafeString, pgTimestampSchema } from './validation.js';
 
 const analysisQuery = z.object({
   hours: z
@@ -37,10 +37,11 @@ const analysisQuery = z.object({
 const timestamp = pgTimestampSchema;
 const replayBody = z
   .strictObject({
-    endpoint_id: z.string().min(1).max(255).optional(),
+    // Both go into the audit row's jsonb filter, whose parser refuses lone surrogates.
+    endpoint_id: jsonSafeString().min(1).max(255).optional(),
     since: timestamp.optional(),
     until: timestamp.optional(),
-    error_class: z.string().min(1).max(100).optional(),
+    error_class: jsonSafeString().min(1).max(100).optional(),
     status_code: z.number().int().min(100).max(599).optional(),
     limit: z.number().int().positive().max(MAX_REPLAY_LIMIT).optional(),
     dry_run: z.boolean().optional(),

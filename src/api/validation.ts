@@ -19,6 +19,11 @@ export function hasLoneSurrogate(text: string): boolean {
   return LONE_SURROGATE.test(text);
 }
 
+/** A string that may be stored inside jsonb (an audit row's filter, metadata): no lone surrogate. */
+export function jsonSafeString() {
+  return z.string().refine((s) => !hasLoneSurrogate(s), { message: 'contains a lone UTF-16 surrogate' });
+}
+
 export interface JsonProblem {
   path: (string | number)[];
   message: string;

@@ -161,7 +161,7 @@ describe('hostile input', () => {
     assert.equal(ok.status, 201);
   });
 
-  it('refuses replay bounds PostgreSQL cannot hold', async () => {
+  it('refuses replay bounds PostgreSQL cannot hold, and lone surrogates bound for the audit row', async () => {
     const cases: Record<string, string>[] = [
       { since: '0000-01-01T00:00:00Z' },
       { since: '0001-01-01T00:30:00+01:00' },
@@ -173,6 +173,10 @@ describe('hostile input', () => {
     for (const bounds of cases) {
       const res = await t.send('POST', '/v1/dead-letters/replay', { ...bounds, dry_run: true });
       await expect400(res, 'validation_failed', Object.keys(bounds)[0]);
+    }
+    for (const field of ['error_class', 'endpoint_id']) {
+      const res = await t.send('POST', '/v1/dead-letters/replay', `{"${field}":"x\\udc00","dry_run":true}`);
+      await expect400(res, 'validation_failed', field);
     }
     const ok = await t.send('POST', '/v1/dead-letters/replay', {
       since: '0001-01-01T00:00:00Z',
