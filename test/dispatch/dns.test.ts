@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { DnsCache } from '../../src/dispatch/dns.js';
 import { Sender, type SenderOptions } from '../../src/dispatch/sender.js';
 import {
@@ -164,7 +165,10 @@ describe('HOOKPOST_DNS_SERVERS', () => {
   let dnsServer: TestDnsServer;
   before(async () => {
     db = await createTestDatabase();
-    dnsServer = await startDnsServer({ 'partner.test': { a: ['127.0.0.1'] } });
+    dnsServer = await startDnsServer({
+      'partner.test': { a: ['127.0.0.1'] },
+      'rebound.test': { a: ['127.0.0.1'], ttl: 0 },
+    });
   });
   after(async () => {
     await dnsServer.close();
@@ -191,5 +195,45 @@ describe('HOOKPOST_DNS_SERVERS', () => {
       await dispatcher.stop();
       await receiver.close();
     }
+  });
+
+  it('dead-letters a delivery whose name resolves to loopback at send time; nothing reaches it', async () => {
+    const receiver = await startReceiver();
+    const env = { HOOKPOST_DNS_SERVERS: dnsServer.address, HOOKPOST_ALLOW_PRIVATE_TARGETS: 'false' };
+    const t = await createTestApp(db, env);
+    const dispatcher = await startTestDispatcher(db, env);
+    try {
+      // The name passes the create-time check (it is not a literal address); DNS decides at send time.
+      const url = receiver.url.replace('127.0.0.1', 'rebound.test');
+      const created = await t.send('POST', '/v1/endpoints', { url });
+      assert.equal(created.status, 201);
+      const ep = await created.json();
+      const res = await t.send('POST', '/v1/deliveries', {
+        endpoint_id: ep.id,
+        event_type: 'x',
+        payload: {},
+      });
+      const id = (await res.json()).deliveries[0].id;
+      const delivery = await waitFor('the dead letter', async () => {
+        const d = await (await t.send('GET', `/v1/deliveries/${id}`)).json();
+        return d.status === 'dead_letter' ? d : undefined;
+      });
+      assert.equal(delivery.last_error_class, 'private_address_blocked');
+      assert.equal(receiver.requests.length, 0);
+    } finally {
+      await dispatcher.stop();
+      await receiver.close();
+    }
+  });
+
+  it('refuses a server list c-ares cannot use, naming the variable', () => {
+    assert.throws(
+      () => loadConfig({ HOOKPOST_DNS_SERVERS: '127.0.0.1,not-an-address' }),
+      /HOOKPOST_DNS_SERVERS/,
+    );
+    assert.deepEqual(loadConfig({ HOOKPOST_DNS_SERVERS: ' 127.0.0.1:5353, [::1]:53 ' }).dnsServers, [
+      '127.0.0.1:5353',
+      '[::1]:53',
+    ]);
   });
 });
