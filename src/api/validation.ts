@@ -120,11 +120,13 @@ export function pgTimestampProblem(text: string): string | undefined {
   return undefined;
 }
 
-/** A timestamp parameter for PostgreSQL, normalised to UTC ISO 8601 (`2026-05-01T10:00:00.000Z`). */
-export const pgTimestampSchema = z
-  .string()
+/**
+ * A timestamp parameter for PostgreSQL: ISO 8601 with a zone that PostgreSQL can hold. No
+ * transform, so the schema still renders as JSON Schema (`format: date-time`).
+ */
+export const pgTimestampSchema = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a zone' })
   .superRefine((text, ctx) => {
     const problem = pgTimestampProblem(text);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .transform((text) => new Date(text).toISOString());
+  });
