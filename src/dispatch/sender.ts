@@ -51,6 +51,9 @@ export function classifyError(error: unknown, timedOut: boolean, aborted: boolea
   if (c === 'HOOKPOST_PRIVATE_TARGET' || cause === 'HOOKPOST_PRIVATE_TARGET') {
     return { kind: 'permanent', errorClass: 'private_address_blocked' };
   }
+  // undici refused the request itself (a header value stored before the API checked them):
+  // every retry would fail the same way, so it is the endpoint's permanent problem.
+  if (c === 'UND_ERR_INVALID_ARG') return { kind: 'permanent', errorClass: 'invalid_request' };
   const classes: Record<string, string> = {
     UND_ERR_CONNECT_TIMEOUT: 'connect_timeout',
     UND_ERR_HEADERS_TIMEOUT: 'timeout',

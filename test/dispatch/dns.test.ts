@@ -2,6 +2,7 @@
  * Name resolution at send time, against a real DNS server on 127.0.0.1 (test/dispatch/dns-server.ts):
  * a partner whose DNS never answers must not hold up deliveries to others, answers are cached for
  * their TTL, and the SSRF guard sees every address a name resolves to before any connection.
+ * Also here: a request undici refuses outright (a bad stored header) fails for good at once.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -157,6 +158,32 @@ describe('DNS at send time', () => {
       1,
       'the second try came from the cache, still checked',
     );
+  });
+});
+
+describe('a request undici refuses to send', () => {
+  it('is a permanent invalid_request, not five days of network_error', async () => {
+    const receiver = await countingReceiver();
+    const sender = new Sender({
+      timeoutMs: 3000,
+      snippetBytes: 64,
+      allowPrivateTargets: true,
+      connectionsPerOrigin: 1,
+      userAgent: 'hookpost/test',
+    });
+    try {
+      // A header value stored before the API refused them (U+20AC is beyond latin1).
+      const result = await sender.send({
+        url: `http://127.0.0.1:${receiver.port}/hook`,
+        headers: { 'x-price': '5 \u20ac' },
+        body: Buffer.from('{}'),
+      });
+      assert.deepEqual(result.outcome, { kind: 'permanent', errorClass: 'invalid_request' });
+      assert.equal(receiver.requests, 0);
+    } finally {
+      await sender.close();
+      await receiver.close();
+    }
   });
 });
 
