@@ -8,7 +8,11 @@ import { readJsonBody, validate } from './body.js';
 import { healthRoutes } from './endpoint-health.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
-import { headerNameProblem, headerValueProblem, jsonObjectSchema } from './validation.js';
+import {
+  checkHeaderNames as checkHeaderNameList,
+  headerValueSchema,
+  jsonObjectSchema,
+} from './validation.js';
 
 const MAX_BODY_BYTES = 256 * 1024;
 
@@ -29,37 +33,13 @@ const RESERVED_HEADERS = new Set([
   'webhook-timestamp',
   'webhook-signature',
 ]);
-const headersSchema = z
-  .record(
-    z.string(),
-    z
-      .string()
-      .max(4096)
-      .superRefine((value, ctx) => {
-        const problem = headerValueProblem(value);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      }),
-  )
-  .superRefine((headers, ctx) => {
-    const names = Object.keys(headers);
-    if (names.length > 50) ctx.addIssue({ code: 'custom', message: 'at most 50 headers' });
-    const seen = new Set<string>();
-    for (const name of names) {
-      const problem = headerNameProblem(name);
-      const lower = name.toLowerCase();
-      if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
-      else if (RESERVED_HEADERS.has(lower)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [name],
-          message: 'is set by hookpost and cannot be overridden',
-        });
-      } else if (seen.has(lower)) {
-        ctx.addIssue({ code: 'custom', path: [name], message: 'is given twice (header names ignore case)' });
-      }
-      seen.add(lower);
-    }
-  });
+const headerValue = headerValueSchema();
+
+function checkHeaderNames(headers: Record<string, unknown>, ctx: z.RefinementCtx) {
+  checkHeaderNameList(headers, ctx, RESERVED_HEADERS);
+}
+
+const headersSchema = z.record(z.string(), headerValue).superRefine(checkHeaderNames);
 
 const fields = {
   url: z.string().max(2048),

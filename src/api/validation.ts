@@ -84,6 +84,46 @@ export function headerValueProblem(value: string): string | undefined {
   return 'may contain only tab, printable ASCII and characters up to U+00FF (no control characters or line breaks)';
 }
 
+/**
+ * An endpoint header value: at most 4096 characters that undici will send. `passThrough` lets a
+ * route accept a placeholder its store resolves (a masked value sent back by a PATCH).
+ */
+export function headerValueSchema(passThrough?: (value: string) => boolean) {
+  return z
+    .string()
+    .max(4096)
+    .superRefine((value, ctx) => {
+      if (passThrough?.(value)) return;
+      const problem = headerValueProblem(value);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
+}
+
+/**
+ * Checks an endpoint's header names: at most 50, each a valid name, none of `reserved` (lower
+ * case), none given twice in different case (both would be sent).
+ */
+export function checkHeaderNames(
+  headers: Record<string, unknown>,
+  ctx: z.RefinementCtx,
+  reserved: ReadonlySet<string>,
+): void {
+  const names = Object.keys(headers);
+  if (names.length > 50) ctx.addIssue({ code: 'custom', message: 'at most 50 headers' });
+  const seen = new Set<string>();
+  for (const name of names) {
+    const problem = headerNameProblem(name);
+    const lower = name.toLowerCase();
+    if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+    else if (reserved.has(lower)) {
+      ctx.addIssue({ code: 'custom', path: [name], message: 'is set by hookpost and cannot be overridden' });
+    } else if (seen.has(lower)) {
+      ctx.addIssue({ code: 'custom', path: [name], message: 'is given twice (header names ignore case)' });
+    }
+    seen.add(lower);
+  }
+}
+
 const ISO_ZONED =
   /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|([+-])(\d{2}):?(\d{2}))$/i;
 /** PostgreSQL's timestamptz input takes zone offsets up to ±15:59 (22009 beyond). */
