@@ -4,6 +4,7 @@
  * process stops before it serves anything.
  */
 
+import dns from 'node:dns';
 import path from 'node:path';
 import { DEFAULT_PATTERN_THRESHOLDS, type PatternThresholds } from './deliveries/dead-letter-patterns.js';
 
@@ -53,6 +54,10 @@ export interface Config {
   metricsCacheSeconds: number;
   /** When the dead-letter analysis calls a pattern an outage, auth failure, drip (seed 004). */
   deadLetterPatterns: PatternThresholds;
+  /** DNS servers for partner names; undefined: those of /etc/resolv.conf (dispatch/dns.ts). */
+  dnsServers: string[] | undefined;
+  /** Longest a DNS answer is cached, whatever its TTL. */
+  dnsMaxTtlSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -101,6 +106,26 @@ function boolVar(env: Env, name: string, fallback: boolean): boolean {
   if (['true', '1', 'yes'].includes(normalized)) return true;
   if (['false', '0', 'no'].includes(normalized)) return false;
   return fail(name, raw, 'true or false');
+}
+
+/** HOOKPOST_DNS_SERVERS: comma-separated `ip`, `ip:port` or `[ipv6]:port`, checked by c-ares itself. */
+function dnsServers(env: Env): string[] | undefined {
+  const raw = stringVar(env, 'HOOKPOST_DNS_SERVERS');
+  if (raw === undefined) return undefined;
+  const servers = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  try {
+    new dns.Resolver().setServers(servers);
+  } catch {
+    fail(
+      'HOOKPOST_DNS_SERVERS',
+      raw,
+      'comma-separated IP addresses, optionally with :port (1.1.1.1,[::1]:53)',
+    );
+  }
+  return servers;
 }
 
 function stringVar(env: Env, name: string): string | undefined {
@@ -201,6 +226,8 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken,
     metricsCacheSeconds: numberVar(env, 'HOOKPOST_METRICS_CACHE_SECONDS', 5),
     deadLetterPatterns: patternThresholds(env),
+    dnsServers: dnsServers(env),
+    dnsMaxTtlSeconds: numberVar(env, 'HOOKPOST_DNS_MAX_TTL_SECONDS', 300, { min: 0 }),
   };
   // A batch is one transaction holding its rows locked: keep it small. A rate of 0 would never
   // finish, and one below 1/1000 s is surely a typo for a larger number.

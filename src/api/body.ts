@@ -1,6 +1,7 @@
 /** Reading request bodies: size limit (413), media type (415), UTF-8 and JSON syntax (400). */
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import { jsonSyntaxErrorAt } from '../util/raw-json.js';
 import { HttpError } from './errors.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -31,8 +32,9 @@ export async function readJsonBody(c: Context, maxBytes: number): Promise<JsonBo
   }
   try {
     return { text, value: JSON.parse(text) };
-  } catch (error) {
-    throw new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`);
+  } catch {
+    // Position only: V8's message quotes the text around the fault, which may be a payload.
+    throw invalidJson(text);
   }
 }
 
@@ -57,6 +59,19 @@ async function readLimited(request: Request, maxBytes: number): Promise<Uint8Arr
     chunks.push(value);
   }
   return Buffer.concat(chunks);
+}
+
+function invalidJson(text: string): HttpError {
+  const position = Math.max(0, jsonSyntaxErrorAt(text));
+  const before = text.slice(0, position);
+  const line = before.split('\n').length;
+  const column = position - before.lastIndexOf('\n');
+  return new HttpError(
+    400,
+    'invalid_json',
+    `request body is not valid JSON (line ${line}, column ${column}, character ${position})`,
+    { position, line, column },
+  );
 }
 
 /** Validates with a zod schema; the 400 names each offending field by its path. */

@@ -21,6 +21,7 @@ import type { BackgroundTasks } from './background.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
+import { jsonSafeString, pgTimestampSchema } from './validation.js';
 
 const analysisQuery = z.object({
   hours: z
@@ -32,13 +33,15 @@ const analysisQuery = z.object({
   endpoint_id: z.string().min(1).max(255).optional(),
 });
 
-const timestamp = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a zone' });
+// Checked against what PostgreSQL can hold (no year 0000, offsets within ±15:59), else a 500.
+const timestamp = pgTimestampSchema;
 const replayBody = z
   .strictObject({
-    endpoint_id: z.string().min(1).max(255).optional(),
+    // Both go into the audit row's jsonb filter, whose parser refuses lone surrogates.
+    endpoint_id: jsonSafeString().min(1).max(255).optional(),
     since: timestamp.optional(),
     until: timestamp.optional(),
-    error_class: z.string().min(1).max(100).optional(),
+    error_class: jsonSafeString().min(1).max(100).optional(),
     status_code: z.number().int().min(100).max(599).optional(),
     limit: z.number().int().positive().max(MAX_REPLAY_LIMIT).optional(),
     dry_run: z.boolean().optional(),

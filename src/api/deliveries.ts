@@ -7,10 +7,11 @@ import { EnqueueError, type EnqueueItem, type EnqueueResult, enqueue } from '../
 import { DELIVERY_STATUSES, type DeliveryRow, getDelivery, listDeliveries } from '../deliveries/read.js';
 import { listReplaysOf } from '../deliveries/replay.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
-import { arrayElementSpans, objectMemberSpans, type Span } from '../util/raw-json.js';
+import { arrayElementSpans, jsonSyntaxErrorAt, objectMemberSpans, type Span } from '../util/raw-json.js';
 import { readJsonBody, validate } from './body.js';
 import { callerError, HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
+import { MAX_PAYLOAD_DEPTH } from './validation.js';
 
 export const MAX_BATCH_ITEMS = 1000;
 /** Room for the envelope around the largest payload in a single-delivery request. */
@@ -70,6 +71,12 @@ function toItem(
 ): EnqueueItem {
   const item = validate(batch ? batchItemSchema : itemSchema, value, path);
   const payloadSpan = objectMemberSpans(text, span.start).get('payload')!;
+  if (payloadSpan.depth > MAX_PAYLOAD_DEPTH) {
+    // Deeper JSON cannot be rendered back (JSON.stringify recurses) and no receiver needs it.
+    const field = [...path, 'payload'].join('.');
+    const message = `is nested ${payloadSpan.depth} levels deep; at most ${MAX_PAYLOAD_DEPTH} are accepted`;
+    throw new HttpError(400, 'validation_failed', `${field}: ${message}`, [{ field, message }]);
+  }
   const payload = Buffer.from(text.slice(payloadSpan.start, payloadSpan.end), 'utf8');
   if (payload.length > maxPayloadBytes) {
     throw new HttpError(
@@ -89,6 +96,19 @@ function toItem(
       idempotencyKey,
     payload,
   };
+}
+
+/**
+ * The response text with the payload spliced in as stored, never re-serialised: the bytes are the
+ * caller's exact JSON (they passed JSON.parse at enqueue), and JSON.stringify of a parsed copy
+ * would overflow the stack on a deeply nested payload stored before depth was bounded. An erased
+ * or unreadable payload shows as null.
+ */
+function withRawPayload(body: Record<string, unknown>, payload: Buffer | null): string {
+  const text = payload?.toString('utf8') ?? '';
+  const raw = text.trim() !== '' && jsonSyntaxErrorAt(text) === -1 ? text.trim() : 'null';
+  const rest = JSON.stringify(body);
+  return rest === '{}' ? `{"payload":${raw}}` : `${rest.slice(0, -1)},"payload":${raw}}`;
 }
 
 /**
@@ -140,16 +160,8 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   app.post('/', async (c) => {
     const key = idempotencyHeader(c);
     const { text, value } = await readJsonBody(c, deps.maxPayloadBytes + ENVELOPE_BYTES);
-    const span = { start: 0, end: text.length };
-    const item = toItem(
-      text,
-      value,
-      { ...span, start: text.search(/\S/) },
-      deps.maxPayloadBytes,
-      key,
-      [],
-      false,
-    );
+    const span = { start: text.search(/\S/), end: text.length, depth: 0 };
+    const item = toItem(text, value, span, deps.maxPayloadBytes, key, [], false);
     await checkBacklog();
     const [result] = await run([item], false);
     return c.json(resultJson(result!), result!.duplicate ? 200 : 202);
@@ -202,15 +214,10 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   app.get('/:id', async (c) => {
     const found = await getDelivery(deps.sql, c.req.param('id'));
     if (!found) throw new HttpError(404, 'delivery_not_found', `delivery ${c.req.param('id')} not found`);
-    let payload: unknown;
-    try {
-      payload = JSON.parse(found.payload.toString('utf8'));
-    } catch {
-      payload = null;
-    }
     // Each replay restarts attempt numbering; `replays` shows where each round began.
     const replays = await listReplaysOf(deps.sql, found.delivery.id);
-    return c.json({ ...deliveryJson(found.delivery), payload, attempts: found.attempts, replays });
+    const body = { ...deliveryJson(found.delivery), attempts: found.attempts, replays };
+    return c.body(withRawPayload(body, found.payload), 200, { 'content-type': 'application/json' });
   });
 
   return app;

@@ -2,13 +2,18 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
-import { HeadersPatchError } from '../endpoints/headers.js';
+import { HeadersPatchError, isMaskedHeaderValue } from '../endpoints/headers.js';
 import type { Endpoint, EndpointStore, SigningMaterial } from '../endpoints/store.js';
 import { urlProblem } from '../endpoints/targets.js';
 import { readJsonBody, validate } from './body.js';
 import { healthRoutes } from './endpoint-health.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
+import {
+  checkHeaderNames as checkHeaderNameList,
+  headerValueSchema,
+  jsonObjectSchema,
+} from './validation.js';
 
 const MAX_BODY_BYTES = 256 * 1024;
 
@@ -29,33 +34,19 @@ const RESERVED_HEADERS = new Set([
   'webhook-timestamp',
   'webhook-signature',
 ]);
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-const headerValue = z
-  .string()
-  .max(4096)
-  .regex(/^[^\r\n]*$/, 'must not contain line breaks');
+const headerValue = headerValueSchema();
 
 function checkHeaderNames(headers: Record<string, unknown>, ctx: z.RefinementCtx) {
-  const names = Object.keys(headers);
-  if (names.length > 50) ctx.addIssue({ code: 'custom', message: 'at most 50 headers' });
-  for (const name of names) {
-    if (!HEADER_NAME.test(name))
-      ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
-    else if (RESERVED_HEADERS.has(name.toLowerCase())) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [name],
-        message: 'is set by hookpost and cannot be overridden',
-      });
-    }
-  }
+  checkHeaderNameList(headers, ctx, RESERVED_HEADERS);
 }
 
 const headersSchema = z.record(z.string(), headerValue).superRefine(checkHeaderNames);
-/** PATCH merges headers (endpoints/headers.ts): null removes one, null for the object removes all. */
+/**
+ * PATCH merges headers (endpoints/headers.ts): null removes one, null for the object removes all,
+ * and the masked value GET showed (not a legal header value itself) keeps the stored one.
+ */
 const headersPatchSchema = z
-  .record(z.string(), headerValue.nullable())
+  .record(z.string(), headerValueSchema(isMaskedHeaderValue).nullable())
   .superRefine(checkHeaderNames)
   .nullable();
 
@@ -66,7 +57,7 @@ const fields = {
   rate_limit_per_second: z.number().positive().max(100_000).nullable(),
   max_in_flight: z.number().int().positive().max(10_000).nullable(),
   headers: headersSchema,
-  metadata: z.record(z.string(), z.unknown()),
+  metadata: jsonObjectSchema(),
 };
 
 const createSchema = z.strictObject({

@@ -65,6 +65,8 @@ export class Dispatcher {
       allowPrivateTargets: config.allowPrivateTargets,
       connectionsPerOrigin: config.dispatchConcurrency,
       userAgent: deps.userAgent,
+      dnsServers: config.dnsServers,
+      dnsMaxTtlSeconds: config.dnsMaxTtlSeconds,
     });
     this.endpoints = new EndpointCache(deps.sql, deps.secrets, deps.log);
     this.completions = new CompletionWriter(

@@ -4,12 +4,11 @@
  * by undici's stable `err.code` rather than by message text.
  */
 
-import type { LookupAddress } from 'node:dns';
-import dns from 'node:dns';
 import { EventEmitter } from 'node:events';
 import { Agent } from 'undici';
 import { type AttemptOutcome, isRetryableStatus, parseRetryAfter } from '../deliveries/retry-policy.js';
 import { isPrivateAddress, isPrivateHost } from '../endpoints/targets.js';
+import { DnsCache } from './dns.js';
 
 export interface SendRequest {
   url: string;
@@ -33,30 +32,14 @@ export interface SenderOptions {
   /** Connections per origin; the dispatcher's concurrency bounds the total anyway. */
   connectionsPerOrigin: number;
   userAgent: string;
+  /** DNS servers for partner names (HOOKPOST_DNS_SERVERS); unset: the system's. */
+  dnsServers?: string[] | undefined;
+  /** Longest a DNS answer is cached, whatever its TTL (HOOKPOST_DNS_MAX_TTL_SECONDS). */
+  dnsMaxTtlSeconds?: number | undefined;
 }
 
 /** Past this many response bytes we stop reading and drop the connection. */
 const MAX_DRAIN_BYTES = 64 * 1024;
-
-class PrivateTargetError extends Error {
-  code = 'HOOKPOST_PRIVATE_TARGET';
-}
-
-/** dns.lookup that refuses private answers, so a public name cannot be pointed at the LAN. */
-function guardedLookup(
-  hostname: string,
-  options: dns.LookupOptions,
-  callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
-) {
-  dns.lookup(hostname, { ...options }, (err, address, family) => {
-    if (err) return callback(err, '', 0);
-    const list = Array.isArray(address) ? address : [{ address, family }];
-    if (list.some((a) => isPrivateAddress(a.address))) {
-      return callback(new PrivateTargetError(`${hostname} resolves to a private address`), '', 0);
-    }
-    callback(null, address, family);
-  });
-}
 
 /** Maps an undici/Node error to a stable, payload-free class. */
 export function classifyError(error: unknown, timedOut: boolean, aborted: boolean): AttemptOutcome {
@@ -68,6 +51,9 @@ export function classifyError(error: unknown, timedOut: boolean, aborted: boolea
   if (c === 'HOOKPOST_PRIVATE_TARGET' || cause === 'HOOKPOST_PRIVATE_TARGET') {
     return { kind: 'permanent', errorClass: 'private_address_blocked' };
   }
+  // undici refused the request itself (a header value stored before the API checked them):
+  // every retry would fail the same way, so it is the endpoint's permanent problem.
+  if (c === 'UND_ERR_INVALID_ARG') return { kind: 'permanent', errorClass: 'invalid_request' };
   const classes: Record<string, string> = {
     UND_ERR_CONNECT_TIMEOUT: 'connect_timeout',
     UND_ERR_HEADERS_TIMEOUT: 'timeout',
@@ -81,6 +67,11 @@ export function classifyError(error: unknown, timedOut: boolean, aborted: boolea
     ENETUNREACH: 'host_unreachable',
     ENOTFOUND: 'dns_error',
     EAI_AGAIN: 'dns_error',
+    // c-ares codes (dispatch/dns.ts): no answer within the deadline, a failing or refusing server.
+    ETIMEOUT: 'dns_error',
+    ESERVFAIL: 'dns_error',
+    ENODATA: 'dns_error',
+    EREFUSED: 'dns_error',
     ETIMEDOUT: 'connect_timeout',
     UND_ERR_INFO: 'protocol_error',
     HPE_INVALID_CONSTANT: 'protocol_error',
@@ -151,6 +142,14 @@ export class Sender {
   private aborting = false;
 
   constructor(private readonly options: SenderOptions) {
+    // Every connection's name goes through the cache; with private targets refused, each answer
+    // (cached or fresh, every address of it) is checked before undici may connect to it.
+    const dns = new DnsCache({
+      servers: options.dnsServers,
+      timeoutMs: options.timeoutMs,
+      maxTtlSeconds: options.dnsMaxTtlSeconds ?? 300,
+      isBlocked: options.allowPrivateTargets ? undefined : isPrivateAddress,
+    });
     this.agent = new Agent({
       connections: options.connectionsPerOrigin,
       pipelining: 1,
@@ -159,7 +158,7 @@ export class Sender {
       bodyTimeout: options.timeoutMs,
       connect: {
         timeout: options.timeoutMs,
-        ...(options.allowPrivateTargets ? {} : { lookup: guardedLookup as never }),
+        lookup: dns.lookup as never,
       },
     });
   }

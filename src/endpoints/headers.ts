@@ -12,6 +12,11 @@ export const MAX_HEADERS = 50;
 /** What the API shows for a value: the mask always starts with this. */
 const MASK_PREFIX = '••••••';
 
+/** True for a value as GET shows it masked: PATCH sending it back keeps the stored value. */
+export function isMaskedHeaderValue(value: string): boolean {
+  return value.startsWith(MASK_PREFIX);
+}
+
 /**
  * A PATCH of `headers` (JSON merge patch, RFC 7396): a string sets a header, null removes it,
  * names not mentioned stay; `null` for the whole object removes them all. A value equal to the
@@ -47,7 +52,7 @@ export function applyHeadersPatch(
     const lower = name.toLowerCase();
     if (value === null) {
       result.delete(lower);
-    } else if (value.startsWith(MASK_PREFIX)) {
+    } else if (isMaskedHeaderValue(value)) {
       if (!result.has(lower)) {
         throw new HeadersPatchError(`headers.${name}`, 'is a masked value: send the real value');
       }
