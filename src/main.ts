@@ -1,11 +1,13 @@
 /** CLI entry: `hookpost <command> [options]`. Exit codes: 0 success, 1 failure, 2 bad usage. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { ListenError } from './api/serve.js';
 import { runBench } from './bench/bench.js';
 import { withDatabase } from './cli/database.js';
 import { runDeadLetters } from './cli/dead-letters.js';
 import { runReplayCommand } from './cli/replay.js';
 import { UsageError } from './cli/usage-error.js';
 import { ConfigError, loadConfig } from './config.js';
+import { DatabaseError } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createLogger } from './log.js';
 import { runRoles } from './roles.js';
@@ -162,6 +164,10 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (error instanceof ConfigError) {
       process.stderr.write(`hookpost: configuration error: ${error.message}\n`);
+      return 1;
+    }
+    if (error instanceof ListenError || error instanceof DatabaseError) {
+      process.stderr.write(`hookpost: ${error.message}\n`);
       return 1;
     }
     throw error;

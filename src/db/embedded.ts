@@ -130,13 +130,18 @@ function startServer(bin: Binaries, clusterDir: string, options: EmbeddedOptions
   });
 }
 
+/** Whether `dataDir` holds an embedded cluster (hookpost start or migrate created one there). */
+export function embeddedClusterExists(dataDir: string): boolean {
+  return existsSync(path.join(dataDir, 'pg', 'PG_VERSION'));
+}
+
 /** Initialises (first time only) and starts the cluster; resolves once it accepts connections. */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const bin = await binaries();
   const clusterDir = path.join(options.dataDir, 'pg');
   await fs.mkdir(options.dataDir, { recursive: true });
   const ids = runAsIds();
-  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(bin, clusterDir, ids);
+  if (!embeddedClusterExists(options.dataDir)) await initialise(bin, clusterDir, ids);
   const child = await startServer(bin, clusterDir, options, ids);
   // If this process exits without stop() (an uncaught error), do not leave the server behind.
   const onExit = () => child.kill('SIGINT');
