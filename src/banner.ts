@@ -27,7 +27,7 @@ export function quickStartLines(base: string, tokenExpr: string, listenCommand: 
     `EP=$(echo "$RES" | sed -E 's/.*"id":"([^"]+)".*/\\1/'); SECRET=$(echo "$RES" | sed -E 's/.*"secret":"([^"]+)".*/\\1/')`,
     `${listenCommand} listen --port ${QUICK_START_LISTEN_PORT} --secret "$SECRET" &   # a receiver that verifies`,
     `until curl -s ${receiver} >/dev/null; do sleep 0.2; done   # wait until it answers`,
-    `curl -s -X POST ${base}/v1/deliveries -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\`,
+    `curl -s -w '\\n' -X POST ${base}/v1/deliveries -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\`,
     `  -d "{\\"endpoint_id\\": \\"$EP\\", \\"event_type\\": \\"order.created\\", \\"payload\\": {\\"type\\": \\"order.created\\", \\"data\\": {\\"order_id\\": 42}}}"`,
     'sleep 1   # hookpost listen prints: <time>  msg_…  order.created  verified  51 bytes; `kill %1` stops it',
   ];
