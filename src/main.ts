@@ -106,7 +106,7 @@ function usage(): string {
 
 /** One command's help: what it does first, then its synopsis and options. */
 function commandHelp(name: string, command: Command): string {
-  return `hookpost ${name}: ${command.summary}\n\nUsage: ${command.usage}`;
+  return `hookpost ${name} — ${command.summary}\n\nUsage: ${command.usage}`;
 }
 
 function positiveNumber(

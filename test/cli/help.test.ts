@@ -31,7 +31,7 @@ describe('hookpost CLI usage', () => {
     ] as const) {
       const { code, output } = await run([...args]);
       assert.equal(code, 2, output);
-      assert.match(output, new RegExp(`^hookpost: .+\\n\\nhookpost ${command}: `), output);
+      assert.match(output, new RegExp(`^hookpost: .+\\n\\nhookpost ${command} — `), output);
       assert.match(output, new RegExp(`Usage: hookpost ${command}`));
       assert.doesNotMatch(output, /Commands:/);
     }
@@ -46,6 +46,6 @@ describe('hookpost CLI usage', () => {
     const description = output.indexOf("requeue an endpoint's dead letters");
     const options = output.indexOf('--since, --until');
     assert.ok(description >= 0 && options > description, output);
-    assert.match(output, /^hookpost replay: /);
+    assert.match(output, /^hookpost replay — /);
   });
 });
