@@ -104,7 +104,7 @@ main(process.argv.slice(2)).then(
     if (typeof code === 'number') process.exitCode = code;
   },
   (err) => {
-    console.error(err instanceof Error ? err.message : String(err));
+    console.error(`hookpost: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;
   },
 );
