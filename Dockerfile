@@ -1,19 +1,21 @@
-# Build stage: compile TypeScript with the dev dependencies.
+# Build stage: compile TypeScript with the dev dependencies. The embedded PostgreSQL (an optional
+# dependency, ~30 MB per platform) is left out: a container is given DATABASE_URL.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --omit=optional --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY test ./test
 RUN npm run build
 
-# Runtime stage: production dependencies only, non-root user.
+# Runtime stage: production dependencies only (no embedded PostgreSQL), non-root user. There is
+# no src/ here, so bin/hookpost.js runs dist/ as built above.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 HOOKPOST_DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
 COPY bin ./bin
 COPY sql ./sql
@@ -21,6 +23,7 @@ COPY dashboards ./dashboards
 RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 8080
-# DATABASE_URL and HOOKPOST_SECRET_KEY are expected from the environment in production.
+# DATABASE_URL, HOOKPOST_SECRET_KEY and HOOKPOST_ADMIN_TOKEN (or API keys) come from the
+# environment; see README.md ("Deploy") and compose.yaml.
 ENTRYPOINT ["node", "bin/hookpost.js"]
 CMD ["start"]

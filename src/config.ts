@@ -5,6 +5,7 @@
  */
 
 import dns from 'node:dns';
+import net from 'node:net';
 import path from 'node:path';
 import { DEFAULT_PATTERN_THRESHOLDS, type PatternThresholds } from './deliveries/dead-letter-patterns.js';
 
@@ -99,6 +100,30 @@ function patternThresholds(env: Env): PatternThresholds {
   };
 }
 
+/** A TCP port to listen on, 1 to 65535. */
+function portVar(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 65535) fail(name, raw, 'a TCP port, 1 to 65535');
+  return value;
+}
+
+// RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens.
+const HOST_NAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** The address to listen on: an IPv4 or IPv6 address, or a host name that resolves to one here. */
+function hostVar(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = raw.trim();
+  if (net.isIP(value) === 0 && !HOST_NAME.test(value)) {
+    fail(name, raw, 'an IP address (127.0.0.1, 0.0.0.0, ::) or a host name');
+  }
+  return value;
+}
+
 function boolVar(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
@@ -159,8 +184,9 @@ function previousSecretKeys(env: Env, current: string | undefined): string[] {
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const databaseUrl = stringVar(env, 'DATABASE_URL');
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    fail('DATABASE_URL', '<redacted>', 'a postgres:// or postgresql:// URL');
+  // The value may hold a password: never echo it.
+  if (databaseUrl !== undefined && (!/^postgres(ql)?:\/\//.test(databaseUrl) || !URL.canParse(databaseUrl))) {
+    fail('DATABASE_URL', '<redacted>', 'a postgres://user:password@host:port/database URL');
   }
   const secretKey = stringVar(env, 'HOOKPOST_SECRET_KEY');
   if (production && secretKey === undefined) {
@@ -179,21 +205,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('HOOKPOST_METRICS_TOKEN is invalid: expected at least 16 characters');
   }
   const rawMetricsPort = stringVar(env, 'HOOKPOST_METRICS_PORT');
-  const metricsPort =
-    rawMetricsPort === undefined
-      ? undefined
-      : numberVar(env, 'HOOKPOST_METRICS_PORT', 0, { min: 1, integer: true });
-  if (metricsPort !== undefined && metricsPort > 65535) {
-    fail('HOOKPOST_METRICS_PORT', String(rawMetricsPort), 'a TCP port, 1 to 65535');
-  }
+  const metricsPort = rawMetricsPort === undefined ? undefined : portVar(env, 'HOOKPOST_METRICS_PORT', 0);
   const logLevel = (stringVar(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) fail('LOG_LEVEL', logLevel, LOG_LEVELS.join(', '));
 
   const config: Config = {
     databaseUrl,
     dataDir: path.resolve(stringVar(env, 'HOOKPOST_DATA_DIR') ?? '.hookpost'),
-    port: numberVar(env, 'PORT', 8080, { integer: true }),
-    host: stringVar(env, 'HOST') ?? '127.0.0.1',
+    port: portVar(env, 'PORT', 8080),
+    host: hostVar(env, 'HOST', '127.0.0.1'),
     adminToken,
     allowPrivateTargets: boolVar(env, 'HOOKPOST_ALLOW_PRIVATE_TARGETS', false),
     secretKey,

@@ -1,14 +1,18 @@
 /** CLI entry: `hookpost <command> [options]`. Exit codes: 0 success, 1 failure, 2 bad usage. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { ListenError } from './api/serve.js';
 import { runBench } from './bench/bench.js';
 import { withDatabase } from './cli/database.js';
 import { runDeadLetters } from './cli/dead-letters.js';
+import { runListen } from './cli/listen.js';
 import { runReplayCommand } from './cli/replay.js';
 import { UsageError } from './cli/usage-error.js';
 import { ConfigError, loadConfig } from './config.js';
+import { DatabaseError } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createLogger } from './log.js';
 import { runRoles } from './roles.js';
+import { VERSION } from './version.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -61,6 +65,18 @@ const COMMANDS: Record<string, Command> = {
       'dry-run': { type: 'boolean' },
     },
   },
+  listen: {
+    summary: "a local webhook receiver: verifies each delivery's signature and prints it (for development)",
+    usage:
+      'hookpost listen [--port 9000] [--host 127.0.0.1] [--secret whsec_…]\n' +
+      "  --secret S  the endpoint's secret (from POST /v1/endpoints): each delivery is checked with the\n" +
+      '              Standard Webhooks verifier; without it signatures are not checked\n' +
+      '  --port N    port to receive on (default 9000)\n' +
+      '  --host H    address to receive on (default 127.0.0.1)\n' +
+      'Prints one line per delivery (webhook-id, event type, verified or not, size) and answers 200.\n' +
+      'hookpost refuses loopback targets unless started with HOOKPOST_ALLOW_PRIVATE_TARGETS=true.',
+    options: { port: { type: 'string' }, host: { type: 'string' }, secret: { type: 'string' } },
+  },
   bench: {
     summary: 'built-in load test: deliveries/s, lag, and the no-queue ceiling',
     usage:
@@ -82,10 +98,15 @@ const COMMANDS: Record<string, Command> = {
 function usage(): string {
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)}  ${c.summary}`);
   return (
-    `Usage: hookpost <command> [options]\n\nCommands:\n${lines.join('\n')}\n\n` +
+    `Usage: hookpost <command> [options]   (hookpost --version: the version)\n\nCommands:\n${lines.join('\n')}\n\n` +
     'Run `hookpost <command> --help` for its options. Configuration comes from the environment;\n' +
     'see README.md ("Configuration").'
   );
+}
+
+/** One command's help: what it does first, then its synopsis and options. */
+function commandHelp(name: string, command: Command): string {
+  return `hookpost ${name} — ${command.summary}\n\nUsage: ${command.usage}`;
 }
 
 function positiveNumber(
@@ -112,8 +133,12 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${usage()}\n`);
     return name === undefined ? 2 : 0;
   }
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(`hookpost ${VERSION}\n`);
+    return 0;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   try {
-    const command = COMMANDS[name];
     if (!command) throw new UsageError(`unknown command: ${name}`);
     const { values } = parseArgs({
       args: rest,
@@ -122,8 +147,18 @@ export async function main(argv: string[]): Promise<number> {
       allowPositionals: false,
     }) as { values: Record<string, string | boolean | undefined> };
     if (values.help) {
-      process.stdout.write(`${command.usage}\n\n${command.summary}\n`);
+      process.stdout.write(`${commandHelp(name, command)}\n`);
       return 0;
+    }
+    if (name === 'listen') {
+      // A receiver for local development: it needs none of hookpost's configuration.
+      const port = values.port === undefined ? 9000 : positiveNumber(values, 'port', 9000);
+      if (port > 65535) throw new UsageError(`--port must be a TCP port, 1 to 65535, got ${port}`);
+      return await runListen({
+        port,
+        host: (values.host as string | undefined) ?? '127.0.0.1',
+        secret: values.secret as string | undefined,
+      });
     }
     const config = loadConfig();
     const log = createLogger(config.logLevel);
@@ -157,11 +192,17 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`hookpost: ${(error as Error).message}\n\n${usage()}\n`);
+      // A mistake in one command's options gets that command's help, not the list of commands.
+      const help = command ? commandHelp(name, command) : usage();
+      process.stderr.write(`hookpost: ${(error as Error).message}\n\n${help}\n`);
       return 2;
     }
     if (error instanceof ConfigError) {
       process.stderr.write(`hookpost: configuration error: ${error.message}\n`);
+      return 1;
+    }
+    if (error instanceof ListenError || error instanceof DatabaseError) {
+      process.stderr.write(`hookpost: ${error.message}\n`);
       return 1;
     }
     throw error;

@@ -3,14 +3,14 @@
  * in order on SIGINT/SIGTERM: stop accepting, drain, close the pool, stop the embedded database.
  */
 import type { Hono } from 'hono';
-import { resolveAdminToken } from './admin-token.js';
+import { type AdminToken, resolveAdminToken } from './admin-token.js';
 import { createApp } from './api/app.js';
 import { BackgroundTasks } from './api/background.js';
-import { serveApp } from './api/serve.js';
+import { describeListenError, ListenError, serveApp } from './api/serve.js';
 import { printBanner } from './banner.js';
 import type { Config } from './config.js';
 import { connect } from './db/connect.js';
-import { openDatabase } from './db/database.js';
+import { openDatabase, verifyConnection } from './db/database.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { createWaker } from './deliveries/wakeup.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
@@ -29,10 +29,25 @@ export interface RoleOptions {
 
 type Closer = () => Promise<void>;
 
-/** Serves `app` on host:port; resolves once listening, with a closer for shutdown. */
-async function listen(app: Hono, port: number, host: string): Promise<Closer> {
-  const served = await serveApp(app, port, host);
-  return () => served.close();
+/**
+ * Serves `app` on host:port; resolves once listening, with a closer for shutdown. When the port
+ * cannot be bound, closes what was opened so far and throws a ListenError naming the setting:
+ * the process must stop rather than carry on without its API.
+ */
+async function listen(
+  app: Hono,
+  port: number,
+  host: string,
+  portVariable: string,
+  opened: Closer[],
+): Promise<Closer> {
+  try {
+    const served = await serveApp(app, port, host);
+    return () => served.close();
+  } catch (error) {
+    for (const close of opened) await close().catch(() => {});
+    throw new ListenError(describeListenError(error, host, port, portVariable));
+  }
 }
 
 export async function runRoles(config: Config, log: Logger, roles: RoleOptions): Promise<number> {
@@ -41,6 +56,10 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
   closers.unshift(() => database.stop());
   const sql = connect(database.url, { max: 20, applicationName: 'hookpost-api' });
   closers.unshift(() => sql.end({ timeout: 5 }));
+  await verifyConnection(sql, database).catch(async (error) => {
+    for (const close of closers) await close().catch(() => {});
+    throw error;
+  });
 
   const applied = await migrate(sql);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
@@ -53,6 +72,45 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
   // One registry for the whole process: with both roles here, one /metrics shows both.
   const metrics = createMetrics({ sql, log, maxAgeMs: config.metricsCacheSeconds * 1000 });
 
+  let banner: AdminToken | undefined;
+  if (roles.api) {
+    const admin = await resolveAdminToken(config.adminToken, config.dataDir);
+    const waker = createWaker(sql);
+    closers.unshift(async () => waker.close());
+    const background = new BackgroundTasks();
+    closers.unshift(() => background.stop()); // after the server stops accepting, before the pool
+    const app = createApp({
+      sql,
+      config,
+      log,
+      adminToken: admin.token,
+      endpoints: new EndpointStore(sql, secrets),
+      migrationCount,
+      onEnqueued: () => waker.poke(),
+      background,
+      metrics,
+    });
+    closers.unshift(await listen(app, config.port, config.host, 'PORT', closers));
+    banner = admin;
+  }
+
+  if (config.metricsPort !== undefined) {
+    closers.unshift(
+      await listen(
+        createMetricsApp(metrics, config.metricsToken, log),
+        config.metricsPort,
+        config.host,
+        'HOOKPOST_METRICS_PORT',
+        closers,
+      ),
+    );
+    log.info({ port: config.metricsPort }, 'metrics listener started');
+  } else if (!roles.api) {
+    log.info('no API in this process: set HOOKPOST_METRICS_PORT to expose its /metrics');
+  }
+
+  // Only once the listeners are open: a process that cannot serve its API exits instead of
+  // carrying on as a headless dispatcher.
   if (roles.dispatcher) {
     // Dispatcher bookkeeping commits asynchronously: losing the last few claims or results in a
     // PostgreSQL crash only means a delivery is sent again with the same webhook-id
@@ -76,35 +134,7 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
     log.info({ concurrency: config.dispatchConcurrency }, 'dispatcher started');
   }
 
-  if (roles.api) {
-    const admin = await resolveAdminToken(config.adminToken, config.dataDir);
-    const waker = createWaker(sql);
-    closers.unshift(async () => waker.close());
-    const background = new BackgroundTasks();
-    closers.unshift(() => background.stop()); // after the server stops accepting, before the pool
-    const app = createApp({
-      sql,
-      config,
-      log,
-      adminToken: admin.token,
-      endpoints: new EndpointStore(sql, secrets),
-      migrationCount,
-      onEnqueued: () => waker.poke(),
-      background,
-      metrics,
-    });
-    closers.unshift(await listen(app, config.port, config.host));
-    printBanner(config, admin);
-  }
-
-  if (config.metricsPort !== undefined) {
-    closers.unshift(
-      await listen(createMetricsApp(metrics, config.metricsToken, log), config.metricsPort, config.host),
-    );
-    log.info({ port: config.metricsPort }, 'metrics listener started');
-  } else if (!roles.api) {
-    log.info('no API in this process: set HOOKPOST_METRICS_PORT to expose its /metrics');
-  }
+  if (banner) printBanner(config, banner);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

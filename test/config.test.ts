@@ -48,6 +48,19 @@ describe('loadConfig', () => {
     }
   });
 
+  it('validates the API listener like every other variable (PORT, HOST)', () => {
+    for (const port of ['99999', '0', '-1', '80.5', '65536']) {
+      assert.throws(() => loadConfig({ PORT: port }), /PORT=.* is invalid: expected a TCP port, 1 to 65535/);
+    }
+    for (const host of ['not a host', 'http://127.0.0.1', '127.0.0.1:8080', '-bad-.example']) {
+      assert.throws(() => loadConfig({ HOST: host }), /HOST=.* is invalid: expected an IP address/);
+    }
+    assert.equal(loadConfig({ PORT: '65535' }).port, 65535);
+    for (const host of ['0.0.0.0', '::', '::1', 'localhost', 'api-1.internal']) {
+      assert.equal(loadConfig({ HOST: host }).host, host);
+    }
+  });
+
   it('leaves the metrics listener off and the scrape open unless asked', () => {
     const c = loadConfig({});
     assert.equal(c.metricsPort, undefined);

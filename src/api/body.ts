@@ -11,8 +11,17 @@ export interface JsonBody {
   value: unknown;
 }
 
-/** Reads and parses a JSON body of at most `maxBytes`, keeping its text for raw-byte extraction. */
-export async function readJsonBody(c: Context, maxBytes: number): Promise<JsonBody> {
+/**
+ * Reads and parses a JSON body of at most `maxBytes`, keeping its text for raw-byte extraction.
+ * `tooLargeMessage` is the 413's message when the caller's limit is not the body's own (a single
+ * enqueue allows HOOKPOST_MAX_PAYLOAD_BYTES of payload plus room for the envelope): the user
+ * is told the limit they configured, not the internal one.
+ */
+export async function readJsonBody(
+  c: Context,
+  maxBytes: number,
+  tooLargeMessage?: string,
+): Promise<JsonBody> {
   const type = c.req.header('content-type') ?? '';
   if (!/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
     throw new HttpError(
@@ -22,8 +31,8 @@ export async function readJsonBody(c: Context, maxBytes: number): Promise<JsonBo
     );
   }
   const declared = Number(c.req.header('content-length'));
-  if (Number.isFinite(declared) && declared > maxBytes) tooLarge(maxBytes);
-  const bytes = await readLimited(c.req.raw, maxBytes);
+  if (Number.isFinite(declared) && declared > maxBytes) tooLarge(maxBytes, tooLargeMessage);
+  const bytes = await readLimited(c.req.raw, maxBytes, tooLargeMessage);
   let text: string;
   try {
     text = decoder.decode(bytes);
@@ -38,12 +47,16 @@ export async function readJsonBody(c: Context, maxBytes: number): Promise<JsonBo
   }
 }
 
-function tooLarge(maxBytes: number): never {
-  throw new HttpError(413, 'payload_too_large', `request body is larger than ${maxBytes} bytes`);
+function tooLarge(maxBytes: number, message?: string): never {
+  throw new HttpError(413, 'payload_too_large', message ?? `request body is larger than ${maxBytes} bytes`);
 }
 
 /** Streams the body and stops at the limit, so an oversized upload never sits in memory whole. */
-async function readLimited(request: Request, maxBytes: number): Promise<Uint8Array> {
+async function readLimited(
+  request: Request,
+  maxBytes: number,
+  tooLargeMessage?: string,
+): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -54,7 +67,7 @@ async function readLimited(request: Request, maxBytes: number): Promise<Uint8Arr
     total += value.byteLength;
     if (total > maxBytes) {
       await reader.cancel().catch(() => {});
-      tooLarge(maxBytes);
+      tooLarge(maxBytes, tooLargeMessage);
     }
     chunks.push(value);
   }

@@ -10,7 +10,7 @@ import type { HookpostMetrics } from '../metrics/registry.js';
 import { arrayElementSpans, jsonSyntaxErrorAt, objectMemberSpans, type Span } from '../util/raw-json.js';
 import { readJsonBody, validate } from './body.js';
 import { callerError, HttpError } from './errors.js';
-import { pageLimit } from './pagination.js';
+import { pageCursor, pageLimit } from './pagination.js';
 import { MAX_PAYLOAD_DEPTH } from './validation.js';
 
 export const MAX_BATCH_ITEMS = 1000;
@@ -159,7 +159,11 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
 
   app.post('/', async (c) => {
     const key = idempotencyHeader(c);
-    const { text, value } = await readJsonBody(c, deps.maxPayloadBytes + ENVELOPE_BYTES);
+    const { text, value } = await readJsonBody(
+      c,
+      deps.maxPayloadBytes + ENVELOPE_BYTES,
+      `payload: over the ${deps.maxPayloadBytes}-byte limit (HOOKPOST_MAX_PAYLOAD_BYTES)`,
+    );
     const span = { start: text.search(/\S/), end: text.length, depth: 0 };
     const item = toItem(text, value, span, deps.maxPayloadBytes, key, [], false);
     await checkBacklog();
@@ -201,7 +205,7 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     const rows = await listDeliveries(deps.sql, {
       status: status as DeliveryRow['status'] | undefined,
       endpointId: c.req.query('endpoint_id'),
-      cursor: c.req.query('cursor'),
+      cursor: pageCursor(c.req.query('cursor'), 'dlv_'),
       limit: limit + 1,
     });
     const page = rows.slice(0, limit);

@@ -8,7 +8,7 @@ import { urlProblem } from '../endpoints/targets.js';
 import { readJsonBody, validate } from './body.js';
 import { healthRoutes } from './endpoint-health.js';
 import { HttpError } from './errors.js';
-import { pageLimit } from './pagination.js';
+import { pageCursor, pageLimit } from './pagination.js';
 import {
   checkHeaderNames as checkHeaderNameList,
   headerValueSchema,
@@ -155,7 +155,7 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
 
   app.get('/', async (c) => {
     const limit = pageLimit(c.req.query('limit'));
-    const rows = await deps.endpoints.list(limit + 1, c.req.query('cursor'));
+    const rows = await deps.endpoints.list(limit + 1, pageCursor(c.req.query('cursor'), 'ep_'));
     const page = rows.slice(0, limit);
     return c.json({
       data: page.map(endpointJson),

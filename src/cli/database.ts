@@ -6,7 +6,7 @@
  */
 import type { Config } from '../config.js';
 import { connect, type Sql } from '../db/connect.js';
-import { openDatabase } from '../db/database.js';
+import { openDatabase, verifyConnection } from '../db/database.js';
 import { migrationsApplied, readMigrations } from '../db/migrate.js';
 import { createLogger, type Logger } from '../log.js';
 
@@ -19,9 +19,14 @@ export async function withDatabase<T>(
   work: (sql: Sql) => Promise<T>,
   options: { requireSchema: boolean; log?: Logger } = { requireSchema: true },
 ): Promise<T> {
-  const database = await openDatabase(config, options.log ?? createLogger('warn'));
+  // Only `migrate` may create the embedded database: the others, run in a folder without one,
+  // say so instead of creating an empty one and then asking for a migration.
+  const database = await openDatabase(config, options.log ?? createLogger('warn'), {
+    mustExist: options.requireSchema,
+  });
   const sql = connect(database.url, { max: 2, applicationName: 'hookpost-cli' });
   try {
+    await verifyConnection(sql, database);
     // An operator command never migrates on its own: it may be older or newer than the servers.
     if (options.requireSchema && !(await migrationsApplied(sql, (await readMigrations()).length))) {
       throw new Error('the database schema is not up to date: run `hookpost migrate` first');

@@ -2,7 +2,11 @@
 import net from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { embeddedUrl, startEmbeddedPostgres } from './embedded.js';
+import type { Sql } from './connect.js';
+import { embeddedClusterExists, embeddedUrl, startEmbeddedPostgres } from './embedded.js';
+
+/** The database cannot be used; the message says where hookpost looked and what to do. */
+export class DatabaseError extends Error {}
 
 export interface DatabaseHandle {
   url: string;
@@ -22,7 +26,16 @@ function portAnswers(port: number): Promise<boolean> {
   });
 }
 
-export async function openDatabase(config: Config, log: Logger): Promise<DatabaseHandle> {
+/**
+ * Opens DATABASE_URL, or the embedded database (starting it unless another hookpost process
+ * already has). With `mustExist`, an embedded database that was never created is an error
+ * instead of a new empty one: an operator command run from the wrong folder says so.
+ */
+export async function openDatabase(
+  config: Config,
+  log: Logger,
+  options: { mustExist?: boolean } = {},
+): Promise<DatabaseHandle> {
   if (config.databaseUrl) return { url: config.databaseUrl, embedded: false, stop: async () => {} };
   const port = config.embeddedPort;
   // `hookpost api` and `hookpost dispatcher` started side by side share one embedded server:
@@ -35,6 +48,13 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
       stop: async () => {},
     };
   }
+  if (options.mustExist && !embeddedClusterExists(config.dataDir)) {
+    throw new DatabaseError(
+      `no hookpost database found: DATABASE_URL is unset and there is no embedded database in ${config.dataDir}. ` +
+        'Run this in the folder where you ran `npm start` / `hookpost start`, or set HOOKPOST_DATA_DIR to its ' +
+        '.hookpost folder, or DATABASE_URL to your PostgreSQL (then run `hookpost migrate` once)',
+    );
+  }
   const started = Date.now();
   const db = await startEmbeddedPostgres({ dataDir: config.dataDir, port });
   log.info({ port, dataDir: config.dataDir, ms: Date.now() - started }, 'embedded PostgreSQL started');
@@ -45,4 +65,39 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
     );
   }
   return { url: db.url, embedded: true, stop: db.stop };
+}
+
+/** Where a connection string points, without its password: `postgres://user@host:port/db`. */
+export function describeDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.username ? `${decodeURIComponent(u.username)}@` : ''}${u.host}${u.pathname}`;
+  } catch {
+    return 'an unparseable URL';
+  }
+}
+
+/**
+ * Checks that the database answers before anything else uses it. postgres.js only says
+ * "connect ECONNREFUSED 127.0.0.1:1"; this names the variable and the target, never the password.
+ */
+export async function verifyConnection(sql: Sql, database: DatabaseHandle): Promise<void> {
+  try {
+    await sql`select 1`;
+  } catch (error) {
+    const e = error as { code?: string; message?: string };
+    let reason = e.message || e.code || String(error);
+    const password = (() => {
+      try {
+        return decodeURIComponent(new URL(database.url).password);
+      } catch {
+        return '';
+      }
+    })();
+    if (password) reason = reason.split(password).join('***');
+    const where = database.embedded
+      ? `the embedded PostgreSQL (${describeDatabaseUrl(database.url)})`
+      : `the database in DATABASE_URL (${describeDatabaseUrl(database.url)})`;
+    throw new DatabaseError(`cannot connect to ${where}: ${reason}`);
+  }
 }

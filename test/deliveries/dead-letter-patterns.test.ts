@@ -84,4 +84,16 @@ describe('classifyDeadLetters', () => {
       assert.ok(v.advice.length > 20 && !v.advice.includes('\n'), v.advice);
     }
   });
+
+  it('names a dominant error class instead of saying no cause dominates (mixed in time)', () => {
+    const all500 = classifyDeadLetters(figures(9, 2, { primaryError: 'http_500', primaryErrorCount: 9 }));
+    assert.equal(all500.pattern, 'mixed');
+    assert.match(all500.advice, /^Mostly http_500 \(100%\): the partner's server fails/);
+    assert.match(all500.advice, /error_class=http_500/);
+    assert.doesNotMatch(all500.advice, /No single cause/);
+    const timeouts = classifyDeadLetters(figures(10, 2, { primaryError: 'timeout', primaryErrorCount: 6 }));
+    assert.match(timeouts.advice, /^Mostly timeout \(60%\): .*HOOKPOST_REQUEST_TIMEOUT_MS/);
+    const split = classifyDeadLetters(figures(10, 2, { primaryError: 'http_502', primaryErrorCount: 4 }));
+    assert.match(split.advice, /No single cause dominates/);
+  });
 });

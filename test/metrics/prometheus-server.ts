@@ -1,20 +1,19 @@
 /**
  * A real Prometheus server (the Debian `prometheus` package) for the tests: a temp config that
  * scrapes the given targets every second and loads dashboards/alerts.yml, a temp storage dir,
- * and its HTTP API. Missing binaries are an error, never a skip: CI installs them (.ci/run).
+ * and its HTTP API. The suites using it skip on a machine without the binaries (system-binary.ts);
+ * called anyway, a missing binary is an error that says how to install it.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { freePort } from '../cli/process.js';
 import { waitFor } from '../helpers.js';
+import { DASHBOARDS } from './dashboard.js';
 
 const exec = promisify(execFile);
-
-export const DASHBOARDS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dashboards');
 
 /** Throws a message that says how to install the tool when `binary` cannot be run. */
 export async function requireBinary(binary: 'prometheus' | 'promtool'): Promise<void> {
