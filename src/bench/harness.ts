@@ -71,6 +71,12 @@ export async function startHarness(config: Config, log: Logger): Promise<Harness
   const token = randomBytes(24).toString('hex');
   const apiProcess = await startApiProcess(url.toString(), token);
   const dispatchers: ChildProcess[] = [];
+  // A bench that dies half-way (an uncaught error) must not leave its children serving.
+  const killAll = () => {
+    for (const child of [apiProcess.child, ...dispatchers])
+      if (child.exitCode === null) child.kill('SIGTERM');
+  };
+  process.once('exit', killAll);
   const api = new Pool(`http://127.0.0.1:${apiProcess.port}`, { connections: 8 });
   return {
     sql,
@@ -88,6 +94,7 @@ export async function startHarness(config: Config, log: Logger): Promise<Harness
     dispatcherCpuSeconds: () => dispatchers.reduce((sum, d) => sum + processCpuSeconds(d.pid!), 0),
     postgresCpuSeconds: postmaster === undefined ? undefined : () => serverCpuSeconds(postmaster),
     async close() {
+      process.removeListener('exit', killAll);
       await Promise.all(dispatchers.map(stopChild));
       await api.close();
       await stopChild(apiProcess.child);
