@@ -78,7 +78,7 @@ const COMMANDS: Record<string, Command> = {
     options: { port: { type: 'string' }, host: { type: 'string' }, secret: { type: 'string' } },
   },
   bench: {
-    summary: 'built-in load test: deliveries/s, lag, and the no-queue ceiling',
+    summary: 'built-in load test: deliveries/s, lag, CPU per delivery per part, and the no-queue ceiling',
     usage:
       'hookpost bench [--n 20000] [--endpoints 10] [--payload-bytes 1024] [--rate R [--duration 10]] [--drain]\n' +
       '  --rate R      offer a steady R deliveries/s and report lag percentiles at that rate\n' +

@@ -1,26 +1,18 @@
 /**
- * `hookpost bench`: the built-in load test. Runs the real API in this process and a real
+ * `hookpost bench`: the built-in load test. Runs a real `hookpost api` and a real
  * `hookpost dispatcher` process (the production topology) against a fresh database, a
- * signature-checking receiver in a worker thread, enqueues through the public batch API, and
- * compares with the same signed POSTs sent straight from memory.
+ * signature-checking receiver process, enqueues through the public batch API, and compares with
+ * the same signed POSTs sent straight from memory. Beside the rates it prints what each part
+ * cost in CPU per delivery (see cost.ts).
  */
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { Pool } from 'undici';
-import { createApp } from '../api/app.js';
-import { serveApp } from '../api/serve.js';
 import type { Config } from '../config.js';
-import { connect, type Sql } from '../db/connect.js';
-import { openDatabase } from '../db/database.js';
-import { migrate, readMigrations } from '../db/migrate.js';
-import { createWaker } from '../deliveries/wakeup.js';
 import { Sender } from '../dispatch/sender.js';
 import { signatureHeader } from '../dispatch/signing.js';
-import { createSecretBox, secretKeyBytes } from '../endpoints/secrets.js';
-import { EndpointStore } from '../endpoints/store.js';
+import { secretKeyBytes } from '../endpoints/secrets.js';
 import type { Logger } from '../log.js';
+import { type CostPart, type CostRow, formatCostTable, ownCpuSeconds, startCostMeter } from './cost.js';
+import { type Harness, startHarness } from './harness.js';
 import { call, enqueueAll, now, payloadOf } from './load.js';
 import { BenchReceiver, quantile, type ReceiverStats } from './receiver.js';
 import { type RssSampler, sampleRss } from './rss.js';
@@ -42,97 +34,6 @@ export interface BenchOptions {
 const fmt = (x: number, digits = 0) =>
   x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-interface Harness {
-  sql: Sql;
-  /** Starts the `hookpost dispatcher` process; resolves once it is listening for work. */
-  startDispatcher(): Promise<ChildProcess>;
-  /** Stops the dispatcher process (SIGTERM, graceful). */
-  stopDispatcher(): Promise<void>;
-  api: Pool;
-  token: string;
-  close(): Promise<void>;
-}
-
-async function startHarness(config: Config, log: Logger): Promise<Harness> {
-  const database = await openDatabase(config, log);
-  const admin = connect(database.url, { max: 1 });
-  const name = `hookpost_bench_${randomBytes(4).toString('hex')}`;
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(database.url);
-  url.pathname = `/${name}`;
-  const sql = connect(url.toString(), { max: 20 });
-  await migrate(sql);
-  const token = randomBytes(24).toString('hex');
-  const secrets = createSecretBox(config.secretKey, config.secretKeyPrevious);
-  const waker = createWaker(sql);
-  const app = createApp({
-    sql,
-    config,
-    log,
-    adminToken: token,
-    endpoints: new EndpointStore(sql, secrets),
-    migrationCount: (await readMigrations()).length,
-    onEnqueued: () => waker.poke(),
-  });
-  const server = await serveApp(app, 0, '127.0.0.1');
-  let dispatcher: ChildProcess | undefined;
-  const startDispatcher = async () => {
-    dispatcher = await startDispatcherProcess(url.toString(), sql);
-    return dispatcher;
-  };
-  const stopDispatcher = async () => {
-    if (!dispatcher || dispatcher.exitCode !== null) return;
-    dispatcher.kill('SIGTERM');
-    await once(dispatcher, 'exit');
-  };
-  const api = new Pool(`http://127.0.0.1:${server.port}`, { connections: 8 });
-  return {
-    sql,
-    startDispatcher,
-    stopDispatcher,
-    api,
-    token,
-    async close() {
-      await stopDispatcher();
-      await api.close();
-      waker.close();
-      await server.close();
-      await sql.end();
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-      await database.stop();
-    },
-  };
-}
-
-/** `hookpost dispatcher` as a child process, configured by this process's environment. */
-async function startDispatcherProcess(databaseUrl: string, sql: Sql): Promise<ChildProcess> {
-  const bin = new URL('../../../bin/hookpost.js', import.meta.url).pathname;
-  // HOOKPOST_BENCH_NODE_ARGS (e.g. "--cpu-prof") is passed to the dispatcher's node, for profiling.
-  const nodeArgs = (process.env.HOOKPOST_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, bin, 'dispatcher'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  // Ready once its LISTEN connection shows up: the first enqueue's wake-up must not be missed,
-  // and start-up time must not be counted as delivery lag.
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error('the dispatcher process exited at start');
-    const [row] = await sql<{ n: number }[]>`
-      SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name = 'hookpost-dispatcher' AND query ILIKE 'listen %'`;
-    if (row!.n > 0) return child;
-    if (Date.now() > deadline) throw new Error('the dispatcher process did not start listening within 15 s');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** The machine's ceiling: the same signed POSTs from memory, same concurrency, no queue. */
 async function measureCeiling(config: Config, receiver: BenchReceiver, keys: Buffer[], opts: BenchOptions) {
   const sender = new Sender({
@@ -142,6 +43,7 @@ async function measureCeiling(config: Config, receiver: BenchReceiver, keys: Buf
     connectionsPerOrigin: config.dispatchConcurrency,
     userAgent: 'hookpost/bench',
   });
+  const meter = startCostMeter(fixtureParts(receiver));
   const started = now();
   let next = 0;
   const worker = async () => {
@@ -164,10 +66,31 @@ async function measureCeiling(config: Config, receiver: BenchReceiver, keys: Buf
     }
   };
   await Promise.all(Array.from({ length: config.dispatchConcurrency }, worker));
-  const stats = await receiver.waitForCount(opts.n, 30_000);
+  await receiver.waitUntilCount(opts.n, 30_000);
+  const cost = meter.stop();
+  const stats = await receiver.stats();
   await sender.close();
   const last = latest(stats.arrivals.values());
-  return { perSecond: opts.n / ((last - started) / 1000), seconds: (last - started) / 1000 };
+  return { perSecond: opts.n / ((last - started) / 1000), seconds: (last - started) / 1000, cost };
+}
+
+/** The parts that are not hookpost: the receiver process and this process (the load client). */
+function fixtureParts(receiver: BenchReceiver): CostPart[] {
+  return [
+    { name: 'receiver', system: false, cpuSeconds: () => receiver.cpuSeconds() },
+    { name: 'bench client', system: false, cpuSeconds: ownCpuSeconds },
+  ];
+}
+
+/** Every part of a queued run: hookpost's processes and its database, then the fixtures. */
+function allParts(h: Harness, receiver: BenchReceiver): CostPart[] {
+  const parts: CostPart[] = [
+    { name: 'API', system: true, cpuSeconds: h.apiCpuSeconds },
+    { name: 'dispatcher', system: true, cpuSeconds: h.dispatcherCpuSeconds },
+  ];
+  if (h.postgresCpuSeconds)
+    parts.push({ name: 'PostgreSQL', system: true, cpuSeconds: h.postgresCpuSeconds });
+  return [...parts, ...fixtureParts(receiver)];
 }
 
 /** The largest value; a loop, since spreading 200,000 arguments overflows the call stack. */
@@ -181,6 +104,17 @@ function check(stats: ReceiverStats, expected: Map<string, number>) {
   let missing = 0;
   for (const id of expected.keys()) if (!stats.arrivals.has(id)) missing++;
   return { missing, duplicates: stats.duplicates, badSignatures: stats.badSignatures };
+}
+
+function printCost(
+  out: (line: string) => void,
+  title: string,
+  rows: CostRow[],
+  deliveries: number,
+  seconds: number,
+) {
+  out(`  cost       CPU per delivery, ${title} (${fmt(seconds, 2)} s of wall time):`);
+  for (const line of formatCostTable(rows, deliveries, seconds)) out(`             ${line}`);
 }
 
 /** Runs the benchmark and prints its figures; returns the exit code (1 if anything was lost or wrong). */
@@ -207,13 +141,19 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
         `concurrency ${config.dispatchConcurrency}${opts.rate ? `, offered ${fmt(opts.rate)}/s for ${opts.durationSeconds} s` : ''}`,
     );
     if (!opts.drain) await h.startDispatcher();
+    // The timed phase: first enqueue → last receipt. With --drain the dispatcher's own start-up
+    // (loading node and its modules) is left out: its baseline is taken once it is ready.
+    const meter = startCostMeter(allParts(h, receiver));
     const enq = await enqueueAll(h, endpointIds, opts, total);
     let drain: { started: number; rss: RssSampler } | undefined;
     if (opts.drain) {
       const started = now();
       drain = { started, rss: sampleRss((await h.startDispatcher()).pid!) };
+      meter.rebase('dispatcher');
     }
-    const stats = await receiver.waitForCount(total, Math.max(60_000, total * 2));
+    await receiver.waitUntilCount(total, Math.max(60_000, total * 2));
+    const cost = meter.stop();
+    const stats = await receiver.stats();
     const last = latest(stats.arrivals.values());
     const rss = drain?.rss.stop();
     const lagsSince = (from: number) =>
@@ -257,6 +197,9 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
       `  check      ${fmt(verdict.missing)} missing, ${fmt(verdict.duplicates)} duplicates, ${fmt(verdict.badSignatures)} bad signatures`,
     );
     if (verdict.missing + verdict.duplicates + verdict.badSignatures > 0) code = 1;
+    printCost(out, 'queued run, first enqueue → last receipt', cost, stats.arrivals.size, delSeconds);
+    if (!h.postgresCpuSeconds)
+      out('             (PostgreSQL is not on this machine: its CPU is not counted)');
     if (opts.rate === undefined) {
       await h.stopDispatcher();
       receiver.reset();
@@ -268,6 +211,7 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
         `  ceiling    ${fmt(opts.n)} in ${fmt(ceiling.seconds, 2)} s = ${fmt(ceiling.perSecond)}/s (same signed POSTs from memory, no queue)`,
       );
       out(`  ratio      ${fmt(throughput / ceiling.perSecond, 2)} of the ceiling`);
+      printCost(out, 'ceiling run, no queue', ceiling.cost, opts.n, ceiling.seconds);
     }
   } finally {
     await h.close();

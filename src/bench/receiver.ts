@@ -1,6 +1,7 @@
-/** Parent-side handle on the benchmark receiver worker. */
+/** Parent-side handle on the benchmark receiver process. */
+import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
-import { Worker } from 'node:worker_threads';
+import { processCpuSeconds } from './proc-stat.js';
 
 export interface ReceiverStats {
   requests: number;
@@ -12,14 +13,25 @@ export interface ReceiverStats {
 
 export class BenchReceiver {
   private constructor(
-    private readonly worker: Worker,
+    private readonly child: ChildProcess,
     readonly port: number,
   ) {}
 
   static async start(): Promise<BenchReceiver> {
-    const worker = new Worker(new URL('./receiver-worker.js', import.meta.url));
-    const [message] = (await once(worker, 'message')) as [{ port: number }];
-    return new BenchReceiver(worker, message.port);
+    // 'advanced' serialization: the arrivals list (up to a million pairs) goes over the channel
+    // as structured clone, as it did between threads, rather than as one JSON string.
+    const child = fork(new URL('./receiver-process.js', import.meta.url), [], {
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      execArgv: [],
+    });
+    const [message] = (await once(child, 'message')) as [{ port: number }];
+    return new BenchReceiver(child, message.port);
+  }
+
+  /** CPU seconds the receiver process has used so far (from /proc). */
+  cpuSeconds(): number {
+    return this.child.pid === undefined ? 0 : processCpuSeconds(this.child.pid);
   }
 
   url(index: number): string {
@@ -27,17 +39,17 @@ export class BenchReceiver {
   }
 
   setKeys(keys: Buffer[]): void {
-    this.worker.postMessage({ type: 'keys', keys: keys.map((k) => k.toString('base64')) });
+    this.child.send({ type: 'keys', keys: keys.map((k) => k.toString('base64')) });
   }
 
   reset(): void {
-    this.worker.postMessage({ type: 'reset' });
+    this.child.send({ type: 'reset' });
   }
 
   async stats(): Promise<ReceiverStats> {
-    this.worker.postMessage({ type: 'stats' });
+    this.child.send({ type: 'stats' });
     for (;;) {
-      const [message] = (await once(this.worker, 'message')) as [
+      const [message] = (await once(this.child, 'message')) as [
         {
           type: string;
           requests: number;
@@ -51,25 +63,32 @@ export class BenchReceiver {
   }
 
   private async count(): Promise<number> {
-    this.worker.postMessage({ type: 'count' });
+    this.child.send({ type: 'count' });
     for (;;) {
-      const [message] = (await once(this.worker, 'message')) as [{ type: string; count: number }];
+      const [message] = (await once(this.child, 'message')) as [{ type: string; count: number }];
       if (message.type === 'count') return message.count;
     }
   }
 
   /** Polls the (cheap) count until `count` distinct deliveries arrived or `timeoutMs` passed. */
-  async waitForCount(count: number, timeoutMs: number): Promise<ReceiverStats> {
+  async waitUntilCount(count: number, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while ((await this.count()) < count && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
     }
+  }
+
+  /** waitUntilCount, then the stats. */
+  async waitForCount(count: number, timeoutMs: number): Promise<ReceiverStats> {
+    await this.waitUntilCount(count, timeoutMs);
     return this.stats();
   }
 
   async close(): Promise<void> {
-    this.worker.postMessage({ type: 'close' });
-    await once(this.worker, 'exit');
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = once(this.child, 'exit');
+    this.child.send({ type: 'close' });
+    await exited;
   }
 }
 

@@ -1,12 +1,13 @@
 /**
- * The benchmark's partner: an HTTP server in a worker thread (its own event loop, so it can use
- * the second core) that checks every request's signature and records when each webhook-id
- * arrived. Paths are /ep/<index>; the parent sends each endpoint's signing key.
+ * The benchmark's partner: an HTTP server in its own process (forked with an IPC channel; its
+ * own event loop, so it can use the second core) that checks every request's signature and
+ * records when each webhook-id arrived. Paths are /ep/<index>; the parent sends each endpoint's
+ * signing key. A process rather than a worker thread so that its CPU time, garbage collector
+ * and libuv threads included, can be read from /proc apart from the bench client's.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parentPort } from 'node:worker_threads';
 
 type Message =
   | { type: 'keys'; keys: string[] }
@@ -14,6 +15,8 @@ type Message =
   | { type: 'count' }
   | { type: 'stats' }
   | { type: 'close' };
+
+const send = (message: object) => process.send!(message);
 
 let keys: Buffer[] = [];
 let arrivals = new Map<string, number>();
@@ -52,10 +55,10 @@ const server = http.createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 
 server.listen(0, '127.0.0.1', () => {
-  parentPort!.postMessage({ type: 'listening', port: (server.address() as AddressInfo).port });
+  send({ type: 'listening', port: (server.address() as AddressInfo).port });
 });
 
-parentPort!.on('message', (message: Message) => {
+process.on('message', (message: Message) => {
   if (message.type === 'keys') keys = message.keys.map((k) => Buffer.from(k, 'base64'));
   if (message.type === 'reset') {
     arrivals = new Map();
@@ -63,12 +66,14 @@ parentPort!.on('message', (message: Message) => {
     badSignatures = 0;
     requests = 0;
   }
-  if (message.type === 'count') parentPort!.postMessage({ type: 'count', count: arrivals.size });
+  if (message.type === 'count') send({ type: 'count', count: arrivals.size });
   if (message.type === 'stats') {
-    parentPort!.postMessage({ type: 'stats', requests, duplicates, badSignatures, arrivals: [...arrivals] });
+    send({ type: 'stats', requests, duplicates, badSignatures, arrivals: [...arrivals] });
   }
   if (message.type === 'close') {
     server.closeAllConnections();
     server.close(() => process.exit(0));
   }
 });
+// A bench that dies half-way closes the channel: do not stay behind listening.
+process.on('disconnect', () => process.exit(0));

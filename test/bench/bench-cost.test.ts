@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { runHookpost } from '../cli/process.js';
+
+/** The cost rows of one table in the bench output: component → [CPU s, µs per delivery]. */
+function costRows(output: string, title: string): Map<string, [number, number]> {
+  const start = output.indexOf(title);
+  assert.ok(start >= 0, `no cost table "${title}" in:\n${output}`);
+  const rows = new Map<string, [number, number]>();
+  for (const line of output.slice(start).split('\n').slice(2)) {
+    const cells = line.trim().split(/\s{2,}/);
+    if (cells.length !== 4) break;
+    rows.set(cells[0]!, [Number(cells[1]!.replace(/,/g, '')), Number(cells[2]!.replace(/,/g, ''))]);
+  }
+  return rows;
+}
+
+describe('hookpost bench cost accounting', () => {
+  it('prints CPU per delivery for every part of the queued and the ceiling run', async () => {
+    const url = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
+    assert.ok(url, 'run with npm test');
+    const bench = runHookpost(['bench', '--n', '1000', '--endpoints', '2'], {
+      DATABASE_URL: url,
+      LOG_LEVEL: 'warn',
+    });
+    const code = await bench.exited;
+    const output = bench.output();
+    assert.equal(code, 0, output);
+    assert.match(output, /check {6}0 missing, 0 duplicates, 0 bad signatures/);
+    const queued = costRows(output, 'queued run');
+    for (const part of ['API', 'dispatcher', 'PostgreSQL', 'receiver', 'bench client']) {
+      const row = queued.get(part);
+      assert.ok(row, `no ${part} row in:\n${output}`);
+      assert.ok(row[0] > 0 && row[1] > 0, `${part} costs nothing in:\n${output}`);
+    }
+    const subtotal = queued.get('hookpost (API + dispatcher + PostgreSQL)');
+    assert.ok(subtotal && subtotal[1] > 0, output);
+    const ceiling = costRows(output, 'ceiling run');
+    for (const part of ['receiver', 'bench client']) assert.ok((ceiling.get(part)?.[1] ?? 0) > 0, output);
+  });
+});
