@@ -22,7 +22,7 @@ import { readJsonBody, validate } from './body.js';
 import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
 
-const analysisQuery = z.object({
+export const analysisQuery = z.object({
   hours: z
     .string()
     .regex(/^\d+(\.\d+)?$/, 'must be a number of hours')
@@ -33,7 +33,7 @@ const analysisQuery = z.object({
 });
 
 const timestamp = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a zone' });
-const replayBody = z
+export const replayBody = z
   .strictObject({
     endpoint_id: z.string().min(1).max(255).optional(),
     since: timestamp.optional(),

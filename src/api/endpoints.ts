@@ -64,7 +64,7 @@ const fields = {
   metadata: z.record(z.string(), z.unknown()),
 };
 
-const createSchema = z.strictObject({
+export const createSchema = z.strictObject({
   url: fields.url,
   description: fields.description.optional(),
   event_types: fields.event_types.optional(),
@@ -74,7 +74,7 @@ const createSchema = z.strictObject({
   metadata: fields.metadata.optional(),
 });
 
-const patchSchema = createSchema.partial().extend({ enabled: z.boolean().optional() });
+export const patchSchema = createSchema.partial().extend({ enabled: z.boolean().optional() });
 
 /** The public JSON shape of an endpoint (snake_case, as in the contract). */
 export function endpointJson(e: Endpoint) {
