@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { type ServedApp, serveApp } from '../../src/api/serve.js';
+import { BUCKET_COUNT, bucketIndex } from '../../src/endpoints/latency.js';
 import {
   createTestApp,
   createTestDatabase,
@@ -73,7 +74,26 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     const readme = process.env.HOOKPOST_SCREENSHOTS_DIR;
     if (readme) {
       await mkdir(readme, { recursive: true });
+      // The toast would cover part of the README picture.
+      await target.evaluate("document.getElementById('notice').textContent = ''");
       await target.screenshot({ path: path.join(readme, `${name}.png`) });
+    }
+  }
+
+  /**
+   * 24 h of per-minute histograms (one row every 10 minutes, in the table the dispatchers fill):
+   * p50 near 40 ms and a slow spell in the middle, so the chart has something to show.
+   */
+  async function seedLatency(endpointId: string) {
+    for (let minutesAgo = 24 * 60 - 10; minutesAgo >= 30; minutesAgo -= 10) {
+      const buckets = new Array(BUCKET_COUNT).fill(0);
+      const slow = minutesAgo > 600 && minutesAgo < 800;
+      buckets[bucketIndex(slow ? 400 : 40)] = 80;
+      buckets[bucketIndex(slow ? 1500 : 120)] = 15;
+      buckets[bucketIndex(slow ? 4000 : 300)] = 5;
+      await db.sql`
+        INSERT INTO endpoint_latency_minutes (endpoint_id, minute, buckets)
+        VALUES (${endpointId}, date_trunc('minute', now()) - make_interval(mins => ${minutesAgo}), ${buckets})`;
     }
   }
 
@@ -114,6 +134,8 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     await settled(doomedDelivery, 'dead_letter');
     await settled(flakyDelivery, 'delivered');
     for (const id of bulk) await settled(id, 'dead_letter');
+
+    await seedLatency(bulkEndpoint);
 
     browser = await launchChromium();
     watched = await watchedContext(browser);
@@ -166,8 +188,15 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     await page.getByRole('button', { name: `Disable ${flakyEndpoint}` }).waitFor();
     assert.equal((await (await t.send('GET', `/v1/endpoints/${flakyEndpoint}`)).json()).enabled, true);
 
-    await page.getByRole('link', { name: flakyEndpoint }).click();
+    await page.getByRole('link', { name: bulkEndpoint }).click();
     await page.locator('.chart canvas').first().waitFor();
+    const series = await (await t.send('GET', `/v1/endpoints/${bulkEndpoint}/latency?hours=24`)).json();
+    assert.ok(series.points.length > 80, `${series.points.length} points`);
+    assert.equal(
+      await page.locator('.chart details tbody tr').count(),
+      series.points.length,
+      'one chart point per step',
+    );
     await shot('ui-endpoint');
   });
 

@@ -49,6 +49,7 @@ function analysisTable(rows) {
       {
         label: 'Endpoint',
         value: (r) => h('a', { href: `#/endpoints/${enc(r.endpoint_id)}` }, r.endpoint_id),
+        class: 'id',
       },
       { label: 'Dead', value: (r) => count(r.dead_count), class: 'num' },
       { label: 'Pattern', value: (r) => badge(r.pattern) },
@@ -70,13 +71,14 @@ function deadLetterTable(ctx, rows) {
   return table(
     'Dead letters',
     [
-      { label: 'Delivery', value: (d) => h('a', { href: `#/deliveries/${enc(d.id)}` }, d.id) },
+      { label: 'Delivery', value: (d) => h('a', { href: `#/deliveries/${enc(d.id)}` }, d.id), class: 'id' },
       ...(rows.some((d) => d.tenant_id !== undefined)
         ? [{ label: 'Tenant', value: (d) => d.tenant_id ?? '–' }]
         : []),
       {
         label: 'Endpoint',
         value: (d) => h('a', { href: `#/endpoints/${enc(d.endpoint_id)}` }, d.endpoint_id),
+        class: 'id',
       },
       { label: 'Event type', value: (d) => d.event_type },
       { label: 'Attempts', value: (d) => count(d.attempt_count), class: 'num' },
@@ -107,7 +109,7 @@ function bulkReplayForm(ctx, endpointId) {
     endpoint_id: h('input', { value: endpointId ?? '', placeholder: 'ep_…' }),
     since: h('input', { type: 'datetime-local' }),
     until: h('input', { type: 'datetime-local' }),
-    error_class: h('input', { placeholder: 'e.g. http_5xx, timeout' }),
+    error_class: h('input', { placeholder: 'e.g. http_503, timeout' }),
     status_code: h('input', { type: 'number', min: 100, max: 599, inputmode: 'numeric' }),
     limit: h('input', { type: 'number', min: 1, inputmode: 'numeric' }),
   };

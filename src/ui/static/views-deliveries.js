@@ -45,9 +45,13 @@ function filterControl(param, value) {
 
 export function deliveryColumns() {
   return [
-    { label: 'Delivery', value: (d) => h('a', { href: `#/deliveries/${enc(d.id)}` }, d.id) },
-    { label: 'Message', value: (d) => d.message_id },
-    { label: 'Endpoint', value: (d) => h('a', { href: `#/endpoints/${enc(d.endpoint_id)}` }, d.endpoint_id) },
+    { label: 'Delivery', value: (d) => h('a', { href: `#/deliveries/${enc(d.id)}` }, d.id), class: 'id' },
+    { label: 'Message', value: (d) => d.message_id, class: 'id' },
+    {
+      label: 'Endpoint',
+      value: (d) => h('a', { href: `#/endpoints/${enc(d.endpoint_id)}` }, d.endpoint_id),
+      class: 'id',
+    },
     { label: 'Event type', value: (d) => d.event_type },
     { label: 'Status', value: (d) => badge(d.status) },
     { label: 'Attempts', value: (d) => count(d.attempt_count), class: 'num' },

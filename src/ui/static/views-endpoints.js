@@ -52,7 +52,7 @@ export function toggleButton(ctx, e, done) {
 
 export function endpointColumns(ctx, rerender, withTenant) {
   return [
-    { label: 'Endpoint', value: (e) => h('a', { href: `#/endpoints/${enc(e.id)}` }, e.id) },
+    { label: 'Endpoint', value: (e) => h('a', { href: `#/endpoints/${enc(e.id)}` }, e.id), class: 'id' },
     ...(withTenant ? [{ label: 'Tenant', value: (e) => e.tenant_id ?? '–' }] : []),
     {
       label: 'URL',
