@@ -276,12 +276,19 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     await small.getByLabel('API key').fill(TOKEN);
     await small.getByLabel('API key').press('Enter');
     await small.locator('[data-metric="pending"][data-value]').waitFor();
-    const overflow = await small.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
-    assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px at 390px`);
+    const sideways = () => small.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+    assert.ok((await sideways()) <= 0, `the pipeline scrolls sideways by ${await sideways()}px at 390px`);
     await shot('ui-phone-pipeline', small);
     await small.goto(`${base}/ui#/deliveries/${flakyDelivery}`);
-    await small.locator('section', { hasText: 'Attempts (3)' }).waitFor();
+    await small.locator('section', { hasText: 'Attempts (3)' }).locator('tbody tr').first().waitFor();
+    assert.ok(
+      (await sideways()) <= 0,
+      `the delivery page scrolls sideways by ${await sideways()}px at 390px`,
+    );
     await shot('ui-phone-delivery', small);
+    await small.goto(`${base}/ui#/dead-letters`);
+    await small.getByRole('heading', { name: 'Bulk replay' }).waitFor();
+    assert.ok((await sideways()) <= 0, `the dead letters scroll sideways by ${await sideways()}px at 390px`);
     assert.deepEqual(phone.blocked, []);
     assert.deepEqual(phone.problems, []);
     await phone.context.close();

@@ -104,13 +104,32 @@ function isAuthed(route: DocumentedRoute): boolean {
   return route.auth ?? route.path.startsWith('/v1/');
 }
 
+/** Tags in reading order; a tag not listed here follows them, in registration order. */
+const TAG_ORDER = ['endpoints', 'deliveries', 'dead letters', 'operations', 'pages'];
+const METHOD_ORDER = ['get', 'post', 'put', 'patch', 'delete'];
+
+/** By tag, then path, then method: registration order depends on import order, not on meaning. */
+function orderedRoutes(): DocumentedRoute[] {
+  const all = documentedRoutes();
+  const tagRank = (tag: string) => {
+    const known = TAG_ORDER.indexOf(tag);
+    return known >= 0 ? known : TAG_ORDER.length + all.findIndex((r) => r.tag === tag);
+  };
+  return [...all].sort(
+    (a, b) =>
+      tagRank(a.tag) - tagRank(b.tag) ||
+      a.path.localeCompare(b.path) ||
+      METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method),
+  );
+}
+
 /** The whole document, built from every registered route. */
 export function buildOpenApiDocument(): Json {
   const components: Json = {};
   toSchema(errorSchema, 'output', components);
   const paths: Record<string, Json> = {};
   const tags = new Set<string>();
-  for (const route of documentedRoutes()) {
+  for (const route of orderedRoutes()) {
     tags.add(route.tag);
     const operation: Json = {
       operationId: route.operationId,
