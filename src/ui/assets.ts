@@ -38,7 +38,7 @@ export type AssetTable = Record<string, string>;
 
 /** The admin page's own files (and, later, the portal's: they share the scripts). */
 export function uiAssets(): AssetTable {
-  const own = ['app.css', 'api.js', 'dom.js', 'format.js', 'admin.js', 'views-pipeline.js'];
+  const own = ['app.css', 'favicon.svg', 'api.js', 'dom.js', 'format.js', 'admin.js', 'views-pipeline.js'];
   own.push('views-endpoints.js', 'views-dead-letters.js', 'views-deliveries.js', 'latency-chart.js');
   const table: AssetTable = Object.fromEntries(own.map((f) => [f, path.join(STATIC_DIR, f)]));
   const uplot = path.join(packageDir('uplot'), 'dist');

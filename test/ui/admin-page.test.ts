@@ -75,7 +75,7 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     if (readme) {
       await mkdir(readme, { recursive: true });
       // The toast would cover part of the README picture.
-      await target.evaluate("document.getElementById('notice').textContent = ''");
+      await target.evaluate("document.getElementById('notice')?.replaceChildren()");
       await target.screenshot({ path: path.join(readme, `${name}.png`) });
     }
   }

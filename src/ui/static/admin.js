@@ -32,7 +32,10 @@ function notify(message, kind = 'info') {
 
 function describe(error) {
   if (error instanceof ApiError) return `${error.message} (${error.status} ${error.code})`;
-  return `Could not reach hookpost: ${error.message}`;
+  // fetch() rejects with a TypeError when the server cannot be reached at all.
+  if (error instanceof TypeError && /fetch/i.test(error.message))
+    return `Could not reach hookpost: ${error.message}`;
+  return `This page failed: ${error.message}`;
 }
 
 const ctx = {
@@ -60,10 +63,10 @@ const ctx = {
 const ROUTES = [
   [/^#\/pipeline$/, (q) => pipelineView(ctx, view, q)],
   [/^#\/endpoints$/, (q) => endpointsView(ctx, view, q)],
-  [/^#\/endpoints\/([^/?]+)$/, (q, id) => endpointView(ctx, view, decodeURIComponent(id))],
+  [/^#\/endpoints\/([^/?]+)$/, (_q, id) => endpointView(ctx, view, decodeURIComponent(id))],
   [/^#\/dead-letters$/, (q) => deadLettersView(ctx, view, q)],
   [/^#\/deliveries$/, (q) => deliveriesView(ctx, view, q)],
-  [/^#\/deliveries\/([^/?]+)$/, (q, id) => deliveryView(ctx, view, decodeURIComponent(id))],
+  [/^#\/deliveries\/([^/?]+)$/, (_q, id) => deliveryView(ctx, view, decodeURIComponent(id))],
 ];
 
 async function route() {
