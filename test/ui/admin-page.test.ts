@@ -157,9 +157,12 @@ describe('admin page and API reference in Chromium', { skip }, () => {
       await page.getByLabel('API key').waitFor();
     });
     await shot('ui-sign-in');
-    await page.getByLabel('API key').fill(TOKEN);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.locator('[data-metric="dead_letter"][data-value]').waitFor();
+    const signedIn = await measureTransfer(page, async () => {
+      await page.getByLabel('API key').fill(TOKEN);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator('[data-metric="dead_letter"][data-value]').waitFor();
+      await page.waitForLoadState('networkidle');
+    });
     assert.equal(await page.evaluate("sessionStorage.getItem('hookpost.admin.key')"), TOKEN);
 
     const api = await (await t.send('GET', '/v1/pipeline')).json();
@@ -171,8 +174,10 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     assert.equal(await page.locator('[data-metric="dead_letter"]').textContent(), '4');
     await shot('ui-pipeline');
     process.stdout.write(
-      `# /ui first load: ${weight.requests} requests, ${weight.bytes} bytes transferred\n`,
+      `# /ui first load: ${weight.requests} requests, ${weight.bytes} bytes transferred; ` +
+        `signing in and the first pipeline view: ${signedIn.requests} requests, ${signedIn.bytes} bytes\n`,
     );
+    await writeFile(path.join(shots, 'ui-weight.json'), JSON.stringify({ weight, signedIn }, null, 2));
   });
 
   it('lists endpoints with their health and disables and enables one', async () => {

@@ -82,6 +82,16 @@ describe('pages: /ui and /docs', () => {
     }
   });
 
+  it('serves /openapi.json gzipped to a client that accepts it', async () => {
+    const plain = await t.request('/openapi.json');
+    const zipped = await t.request('/openapi.json', { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(zipped.headers.get('content-encoding'), 'gzip');
+    assert.deepEqual(
+      gunzipSync(Buffer.from(await zipped.arrayBuffer())),
+      Buffer.from(await plain.arrayBuffer()),
+    );
+  });
+
   it('leaves /v1 responses without the page headers', async () => {
     const res = await t.send('GET', '/v1/pipeline');
     assert.equal(res.status, 200);
