@@ -68,6 +68,17 @@ describe('admin page and API reference in Chromium', { skip }, () => {
   const nav = (name: string) =>
     page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name }).click();
 
+  /** Every visible form control has a label, and every button a name. */
+  async function assertLabelled(target = page) {
+    const unlabelled = await target.evaluate<
+      string[]
+    >(`[...document.querySelectorAll('input, select, button')]
+      .filter((el) => el.offsetParent !== null)
+      .filter((el) => el.tagName === 'BUTTON' ? !(el.getAttribute('aria-label') || el.textContent.trim()) : el.labels.length === 0)
+      .map((el) => el.outerHTML)`);
+    assert.deepEqual(unlabelled, [], 'controls without a label');
+  }
+
   async function shot(name: string, target = page) {
     const file = path.join(shots, `${name}.png`);
     await target.screenshot({ path: file, fullPage: true });
@@ -212,6 +223,7 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     assert.match((await row.textContent()) ?? '', /dead letter/);
     const analysis = page.locator('tr', { hasText: doomedEndpoint }).first();
     assert.match((await analysis.textContent()) ?? '', /503/);
+    await assertLabelled();
     await shot('ui-dead-letters');
 
     down.doomed = false;
@@ -253,6 +265,7 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     await page.waitForURL(/status=delivered/);
     const hit = page.getByRole('link', { name: flakyDelivery });
     await hit.waitFor();
+    await assertLabelled();
     await shot('ui-deliveries');
     await hit.click();
     const attempts = page.locator('section', { hasText: 'Attempts (3)' }).locator('tbody tr');
@@ -272,6 +285,33 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     assert.match(rows[0]!.join(' '), /busy, try later/, 'the response snippet is shown');
     assert.match(rows[0]!.join(' '), /\d+ ms/, 'the duration is shown');
     await shot('ui-delivery');
+  });
+
+  it('works with the keyboard alone', async () => {
+    const keys = await watchedContext(browser);
+    const kb = await keys.newPage();
+    await kb.goto(`${base}/ui`);
+    await kb.locator('#key:focus').waitFor();
+    await kb.keyboard.type(TOKEN);
+    await kb.keyboard.press('Enter');
+    await kb.locator('[data-metric="pending"][data-value]').waitFor();
+    // Tab from the top of the page to the Dead letters link, follow it, then Tab to a Replay button.
+    const focused = () => kb.evaluate<string>("document.activeElement?.textContent?.trim() ?? ''");
+    let steps = 0;
+    while ((await focused()) !== 'Dead letters' && steps++ < 20) await kb.keyboard.press('Tab');
+    await kb.keyboard.press('Enter');
+    await kb.getByRole('heading', { name: 'Dead letters', level: 1 }).waitFor();
+    assert.equal(
+      await kb.evaluate<string>('document.activeElement.tagName'),
+      'H1',
+      'focus moves to the new view',
+    );
+    steps = 0;
+    while ((await focused()) !== 'Preview (dry run)' && steps++ < 80) await kb.keyboard.press('Tab');
+    assert.equal(await focused(), 'Preview (dry run)', 'the bulk replay is reachable by Tab');
+    assert.deepEqual(keys.blocked, []);
+    assert.deepEqual(keys.problems, []);
+    await keys.context.close();
   });
 
   it('is readable at phone width', async () => {
