@@ -168,6 +168,15 @@ describe('admin page and API reference in Chromium', { skip }, () => {
       await page.getByLabel('API key').waitFor();
     });
     await shot('ui-sign-in');
+    await page.getByLabel('API key').fill('not-the-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('That key was refused (401).').waitFor();
+    assert.equal(await page.evaluate("sessionStorage.getItem('hookpost.admin.key')"), null);
+    assert.equal(await page.getByRole('navigation', { name: 'Sections' }).isVisible(), false);
+    // Chromium logs the refused request itself; that one console line is expected.
+    const refused = watched.problems.findIndex((p) => /status of 401/.test(p));
+    assert.ok(refused >= 0);
+    watched.problems.splice(refused, 1);
     const signedIn = await measureTransfer(page, async () => {
       await page.getByLabel('API key').fill(TOKEN);
       await page.getByRole('button', { name: 'Sign in' }).click();

@@ -127,13 +127,15 @@ signIn.addEventListener('submit', async (event) => {
   if (!key) return;
   store.set(key);
   try {
-    // Any /v1 read proves the key; the pipeline is what the page shows first.
+    // Any /v1 read proves the key; the pipeline is what the page shows first. A 403 (a key
+    // without that scope) is still a valid key: each view then shows what the key may not do.
     await ctx.api.get('/v1/pipeline');
   } catch (error) {
-    if (!(error instanceof ApiError && error.status === 401)) showSignIn(describe(error));
-    else signInError.textContent = 'That key was refused (401).';
-    store.clear();
-    return;
+    if (!(error instanceof ApiError && error.status === 403)) {
+      const refused = error instanceof ApiError && error.status === 401;
+      showSignIn(refused ? 'That key was refused (401).' : describe(error));
+      return;
+    }
   }
   document.getElementById('key').value = '';
   signedIn();

@@ -43,9 +43,11 @@ function filterControl(param, value) {
   return h('input', { name: param.name, value: value ?? '' });
 }
 
-export function deliveryColumns() {
+/** `withTenant`: a Tenant column, once the API returns tenant_id. */
+export function deliveryColumns(withTenant = false) {
   return [
     { label: 'Delivery', value: (d) => h('a', { href: `#/deliveries/${enc(d.id)}` }, d.id), class: 'id' },
+    ...(withTenant ? [{ label: 'Tenant', value: (d) => d.tenant_id ?? '–' }] : []),
     { label: 'Message', value: (d) => d.message_id, class: 'id' },
     {
       label: 'Endpoint',
@@ -98,7 +100,8 @@ export async function deliveriesView(ctx, view, query) {
     const next = page.next_cursor
       ? actionButton('Older', () => ctx.run(() => more(page.next_cursor)), { class: 'secondary' })
       : null;
-    replace(results, table('Deliveries', deliveryColumns(), rows, 'No delivery matches.'), next);
+    const withTenant = rows.some((d) => d.tenant_id !== undefined);
+    replace(results, table('Deliveries', deliveryColumns(withTenant), rows, 'No delivery matches.'), next);
   }
   await more(undefined);
 }
