@@ -1,12 +1,12 @@
 /**
  * /ui and /docs in real Chromium against a real server, dispatcher and local receivers: sign in,
  * the pipeline shows what the API shows, a dead letter is listed and its one-click replay reaches
- * the receiver, a bulk replay previews its count, a delivery's page lists every attempt, and the
- * reference renders, all with every outside request blocked. Screenshots go under a temp dir
+ * the receiver, a bulk replay previews its count, a delivery's page lists every attempt, all with
+ * every outside request blocked (/docs: docs-page.test.ts). Screenshots go under a temp dir
  * (and to HOOKPOST_SCREENSHOTS_DIR when set, for the README); page weights are printed.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -24,7 +24,7 @@ import {
   waitFor,
 } from '../helpers.js';
 import { skipUnlessInstalled } from '../system-binary.js';
-import { launchChromium, measureTransfer, type Watched, watchedContext } from './browser.js';
+import { launchChromium, measureTransfer, screenshot, type Watched, watchedContext } from './browser.js';
 
 const skip = skipUnlessInstalled(['chromium'], 'apt-get install -y chromium');
 
@@ -79,17 +79,7 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     assert.deepEqual(unlabelled, [], 'controls without a label');
   }
 
-  async function shot(name: string, target = page) {
-    const file = path.join(shots, `${name}.png`);
-    await target.screenshot({ path: file, fullPage: true });
-    const readme = process.env.HOOKPOST_SCREENSHOTS_DIR;
-    if (readme) {
-      await mkdir(readme, { recursive: true });
-      // The toast would cover part of the README picture.
-      await target.evaluate("document.getElementById('notice')?.replaceChildren()");
-      await target.screenshot({ path: path.join(readme, `${name}.png`) });
-    }
-  }
+  const shot = (name: string, target = page) => screenshot(target, shots, name);
 
   /**
    * 24 h of per-minute histograms (one row every 10 minutes, in the table the dispatchers fill):
@@ -346,31 +336,6 @@ describe('admin page and API reference in Chromium', { skip }, () => {
     assert.deepEqual(phone.blocked, []);
     assert.deepEqual(phone.problems, []);
     await phone.context.close();
-  });
-
-  it('renders /docs from /openapi.json with every outside request blocked', async () => {
-    const fresh = await watchedContext(browser);
-    const docs = await fresh.newPage();
-    const weight = await measureTransfer(docs, async () => {
-      await docs.goto(`${base}/docs`);
-      await docs.locator('.opblock').first().waitFor();
-      await docs.waitForLoadState('networkidle');
-    });
-    const doc = await (await t.request('/openapi.json')).json();
-    let operations = 0;
-    for (const ops of Object.values(doc.paths as Record<string, object>))
-      operations += Object.keys(ops).length;
-    assert.equal(await docs.locator('.opblock').count(), operations, 'one block per operation');
-    assert.match((await docs.locator('.info .title').textContent()) ?? '', /hookpost/);
-    await docs.getByText('/v1/deliveries/{id}/replay').first().waitFor();
-    await shot('docs', docs);
-    process.stdout.write(
-      `# /docs first load: ${weight.requests} requests, ${weight.bytes} bytes transferred\n`,
-    );
-    await writeFile(path.join(shots, 'docs-weight.json'), JSON.stringify(weight, null, 2));
-    assert.deepEqual(fresh.blocked, [], 'no request left 127.0.0.1');
-    assert.deepEqual(fresh.problems, [], 'no console error or CSP violation');
-    await fresh.context.close();
   });
 
   it('made no outside request and hit no CSP violation on /ui', () => {

@@ -3,6 +3,8 @@
  * every request that is not for 127.0.0.1 blocked and recorded: the pages must work with no
  * internet, so a test asserts the list stays empty. Shared with the portal's tests.
  */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
 export const CHROMIUM_ARGS = [
@@ -75,4 +77,17 @@ export async function measureTransfer(page: Page, load: () => Promise<unknown>) 
   page.off('response', onResponse);
   const all = await Promise.all(responses);
   return { requests: all.length, bytes: all.reduce((n, r) => n + r.bytes, 0), files: all };
+}
+
+/**
+ * A full-page PNG under `dir` (look at it); with HOOKPOST_SCREENSHOTS_DIR set, also a
+ * viewport-sized one there for the README (the toast is cleared first: it would cover part of it).
+ */
+export async function screenshot(page: Page, dir: string, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+  const readme = process.env.HOOKPOST_SCREENSHOTS_DIR;
+  if (!readme) return;
+  await mkdir(readme, { recursive: true });
+  await page.evaluate("document.getElementById('notice')?.replaceChildren()");
+  await page.screenshot({ path: path.join(readme, `${name}.png`) });
 }
