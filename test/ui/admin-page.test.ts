@@ -28,7 +28,7 @@ import { launchChromium, measureTransfer, screenshot, type Watched, watchedConte
 
 const skip = skipUnlessInstalled(['chromium'], 'apt-get install -y chromium');
 
-describe('admin page and API reference in Chromium', { skip }, () => {
+describe('admin page in Chromium', { skip }, () => {
   let db: TestDatabase;
   let t: Awaited<ReturnType<typeof createTestApp>>;
   let dispatcher: Awaited<ReturnType<typeof startTestDispatcher>>;
