@@ -22,18 +22,27 @@ export const endpointSchema = z
     metadata: z.record(z.string(), z.unknown()),
     enabled: z.boolean(),
     disabled_reason: z.string().nullable(),
+    signature_scheme: z
+      .enum(['v1', 'v1a'])
+      .optional()
+      .meta({ description: 'v1: HMAC-SHA256 with the secret; v1a: Ed25519' }),
+    public_key: z.string().nullable().optional().meta({ description: 'whpk_…, for v1a endpoints' }),
     created_at: timestamp,
     updated_at: timestamp,
   })
   .meta({ id: 'Endpoint' });
 
-export const endpointWithSecretSchema = endpointSchema
-  .extend({ secret: z.string().meta({ description: 'whsec_…, shown in full only here and on rotation' }) })
-  .meta({ id: 'EndpointWithSecret' });
+const secret = z
+  .string()
+  .optional()
+  .meta({ description: 'whsec_…, shown in full only here and on rotation (v1 endpoints)' });
+
+export const endpointWithSecretSchema = endpointSchema.extend({ secret }).meta({ id: 'EndpointWithSecret' });
 
 export const rotatedSecretSchema = z.object({
   id: z.string(),
-  secret: z.string(),
+  secret,
+  public_key: z.string().optional().meta({ description: 'the new whpk_… key (v1a endpoints)' }),
   previous_secret_expires_in_seconds: z.number(),
 });
 
