@@ -17,6 +17,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
+# The pages (/ui, /docs) are served from here at run time.
+COPY src/ui/static ./src/ui/static
 COPY bin ./bin
 COPY sql ./sql
 COPY dashboards ./dashboards

@@ -12,8 +12,11 @@ import { bearerAuth } from './auth.js';
 import type { BackgroundTasks } from './background.js';
 import { deadLetterRoutes } from './dead-letters.js';
 import { deliveryRoutes } from './deliveries.js';
+import { latencyRoutes } from './endpoint-latency.js';
 import { endpointRoutes } from './endpoints.js';
 import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
+import './openapi/operations.js';
+import { mountPages } from '../ui/routes.js';
 import { pipelineRoutes } from './pipeline.js';
 import { replayRoutes } from './replay.js';
 
@@ -63,6 +66,7 @@ export function createApp(deps: AppDeps) {
       secretGraceSeconds: deps.config.secretGraceSeconds,
     }),
   );
+  v1.route('/endpoints', latencyRoutes({ sql: deps.sql, endpoints: deps.endpoints }));
   v1.route(
     '/deliveries',
     deliveryRoutes({
@@ -89,5 +93,6 @@ export function createApp(deps: AppDeps) {
   );
   v1.route('/pipeline', pipelineRoutes(deps.sql));
   app.route('/v1', v1);
+  mountPages(app);
   return app;
 }

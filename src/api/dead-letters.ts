@@ -23,7 +23,7 @@ import { HttpError } from './errors.js';
 import { pageLimit } from './pagination.js';
 import { jsonSafeString, pgTimestampSchema } from './validation.js';
 
-const analysisQuery = z.object({
+export const analysisQuery = z.object({
   hours: z
     .string()
     .regex(/^\d+(\.\d+)?$/, 'must be a number of hours')
@@ -35,7 +35,7 @@ const analysisQuery = z.object({
 
 // Checked against what PostgreSQL can hold (no year 0000, offsets within ±15:59), else a 500.
 const timestamp = pgTimestampSchema;
-const replayBody = z
+export const replayBody = z
   .strictObject({
     // Both go into the audit row's jsonb filter, whose parser refuses lone surrogates.
     endpoint_id: jsonSafeString().min(1).max(255).optional(),

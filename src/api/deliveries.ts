@@ -18,15 +18,15 @@ export const MAX_BATCH_ITEMS = 1000;
 const ENVELOPE_BYTES = 64 * 1024;
 
 const idString = z.string().min(1).max(255);
-const itemSchema = z.strictObject({
+export const itemSchema = z.strictObject({
   endpoint_id: idString.optional(),
   event_type: z.string().min(1).max(256),
   payload: z.custom<unknown>((v) => v !== undefined, { message: 'is required' }),
   event_id: idString.optional(),
   ordering_key: idString.optional(),
 });
-const batchItemSchema = itemSchema.extend({ idempotency_key: idString.optional() });
-const batchSchema = z.strictObject({ items: z.array(z.unknown()).min(1).max(MAX_BATCH_ITEMS) });
+export const batchItemSchema = itemSchema.extend({ idempotency_key: idString.optional() });
+export const batchSchema = z.strictObject({ items: z.array(z.unknown()).min(1).max(MAX_BATCH_ITEMS) });
 
 export interface DeliveryRoutesDeps {
   sql: Sql;

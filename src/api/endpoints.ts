@@ -60,7 +60,7 @@ const fields = {
   metadata: jsonObjectSchema(),
 };
 
-const createSchema = z.strictObject({
+export const createSchema = z.strictObject({
   url: fields.url,
   description: fields.description.optional(),
   event_types: fields.event_types.optional(),
@@ -72,7 +72,7 @@ const createSchema = z.strictObject({
 });
 
 // The signature scheme is fixed at creation (a partner's verifier is built for one).
-const patchSchema = createSchema
+export const patchSchema = createSchema
   .omit({ signature_scheme: true })
   .partial()
   .extend({ enabled: z.boolean().optional(), headers: headersPatchSchema.optional() });

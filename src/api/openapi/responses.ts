@@ -1,0 +1,223 @@
+/**
+ * Response shapes for the document. The handlers build their JSON by hand, so these are written
+ * from them; test/api/openapi-responses.test.ts parses real responses with these schemas, so a
+ * field renamed in a handler fails a test instead of silently leaving the document wrong.
+ */
+import { z } from 'zod';
+import { DELIVERY_STATUSES } from '../../deliveries/read.js';
+
+const timestamp = z.string().meta({ format: 'date-time' });
+const nullableTimestamp = timestamp.nullable();
+
+export const endpointSchema = z
+  .object({
+    id: z.string().meta({ examples: ['ep_01J…'] }),
+    tenant_id: z.string().optional().meta({ description: 'the tenant the endpoint belongs to' }),
+    url: z.string(),
+    description: z.string(),
+    event_types: z.array(z.string()).meta({ description: 'empty: every event type' }),
+    rate_limit_per_second: z.number().nullable(),
+    max_in_flight: z.number().int().nullable(),
+    headers: z.record(z.string(), z.string()),
+    metadata: z.record(z.string(), z.unknown()),
+    enabled: z.boolean(),
+    disabled_reason: z.string().nullable(),
+    signature_scheme: z
+      .enum(['v1', 'v1a'])
+      .optional()
+      .meta({ description: 'v1: HMAC-SHA256 with the secret; v1a: Ed25519' }),
+    public_key: z.string().nullable().optional().meta({ description: 'whpk_…, for v1a endpoints' }),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Endpoint' });
+
+const secret = z
+  .string()
+  .optional()
+  .meta({ description: 'whsec_…, shown in full only here and on rotation (v1 endpoints)' });
+
+export const endpointWithSecretSchema = endpointSchema.extend({ secret }).meta({ id: 'EndpointWithSecret' });
+
+export const rotatedSecretSchema = z.object({
+  id: z.string(),
+  secret,
+  public_key: z.string().optional().meta({ description: 'the new whpk_… key (v1a endpoints)' }),
+  previous_secret_expires_in_seconds: z.number(),
+});
+
+export const healthSchema = z
+  .object({
+    endpoint_id: z.string(),
+    state: z.enum(['closed', 'open', 'half_open']),
+    consecutive_failures: z.number().int(),
+    opened_at: nullableTimestamp,
+    cooldown_seconds: z.number().nullable(),
+    p50_ms: z.number().nullable(),
+    p95_ms: z.number().nullable(),
+    p99_ms: z.number().nullable(),
+    sample_count: z.number().int(),
+    last_success_at: nullableTimestamp,
+    last_failure_at: nullableTimestamp,
+    failing_since: nullableTimestamp,
+    enabled: z.boolean(),
+    disabled_reason: z.string().nullable(),
+  })
+  .meta({ id: 'EndpointHealth' });
+
+export const slowEndpointsSchema = z.object({
+  p95_ms: z.number(),
+  min_samples: z.number().int(),
+  data: z.array(
+    z.object({
+      endpoint_id: z.string(),
+      url: z.string(),
+      p50_ms: z.number().nullable(),
+      p95_ms: z.number().nullable(),
+      p99_ms: z.number().nullable(),
+      sample_count: z.number().int(),
+    }),
+  ),
+});
+
+export const latencySeriesSchema = z.object({
+  endpoint_id: z.string(),
+  hours: z.number(),
+  step_minutes: z.number().int(),
+  points: z.array(
+    z.object({
+      at: timestamp.meta({ description: 'start of the step' }),
+      p50_ms: z.number().nullable(),
+      p95_ms: z.number().nullable(),
+      p99_ms: z.number().nullable(),
+      sample_count: z.number().int(),
+    }),
+  ),
+});
+
+export const deliverySchema = z
+  .object({
+    id: z.string(),
+    message_id: z.string(),
+    endpoint_id: z.string(),
+    tenant_id: z.string().optional(),
+    event_type: z.string(),
+    event_id: z.string().nullable(),
+    status: z.enum(DELIVERY_STATUSES),
+    attempt_count: z.number().int(),
+    next_attempt_at: nullableTimestamp,
+    last_status_code: z.number().int().nullable(),
+    last_error_class: z.string().nullable(),
+    last_error: z.string().nullable(),
+    last_duration_ms: z.number().nullable(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    delivered_at: nullableTimestamp,
+    dead_at: nullableTimestamp,
+  })
+  .meta({ id: 'Delivery' });
+
+export const attemptSchema = z
+  .object({
+    attempt: z.number().int(),
+    started_at: timestamp,
+    duration_ms: z.number(),
+    status_code: z.number().int().nullable(),
+    outcome: z.string(),
+    error_class: z.string().nullable(),
+    error: z.string().nullable(),
+    response_snippet: z.string().nullable(),
+  })
+  .meta({ id: 'Attempt' });
+
+export const deliveryDetailSchema = deliverySchema
+  .extend({
+    payload: z.unknown().meta({ description: 'the payload as JSON (null once erased)' }),
+    attempts: z.array(attemptSchema).meta({ description: 'every attempt, in the order they started' }),
+    replays: z.array(
+      z.object({
+        audit_id: z.string(),
+        actor: z.string(),
+        replayed_at: timestamp,
+        previous_status: z.string(),
+        previous_attempt_count: z.number().int(),
+        previous_dead_at: nullableTimestamp,
+      }),
+    ),
+  })
+  .meta({ id: 'DeliveryDetail' });
+
+export const enqueueResultSchema = z
+  .object({
+    message_id: z.string(),
+    duplicate: z.boolean().meta({ description: 'true when an earlier identical request made these' }),
+    deliveries: z.array(z.object({ id: z.string(), endpoint_id: z.string(), status: z.string() })),
+  })
+  .meta({ id: 'EnqueueResult' });
+
+export const replayedDeliverySchema = deliverySchema.extend({ audit_id: z.string() });
+
+export const analysisSchema = z.object({
+  hours: z.number(),
+  endpoints: z.array(
+    z.object({
+      endpoint_id: z.string(),
+      dead_count: z.number().int(),
+      primary_error: z.string().nullable(),
+      primary_status_code: z.number().int().nullable(),
+      first_dead_at: timestamp,
+      last_dead_at: timestamp,
+      avg_attempts: z.number(),
+      pattern: z.enum(['outage_cluster', 'auth_failure', 'rate_limited', 'gradual_drip', 'mixed']),
+      advice: z.string(),
+    }),
+  ),
+});
+
+export const bulkReplaySchema = z.object({
+  audit_id: z.string().nullable(),
+  dry_run: z.boolean(),
+  state: z.string(),
+  matched: z.number().int(),
+  replayed: z.number().int(),
+  skipped: z.number().int(),
+});
+
+export const replayAuditSchema = z.object({
+  id: z.string(),
+  actor: z.string(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  finished_at: nullableTimestamp,
+  state: z.string(),
+  filter: z.record(z.string(), z.unknown()),
+  dry_run: z.boolean(),
+  matched: z.number().int(),
+  replayed: z.number().int(),
+  skipped: z.number().int(),
+});
+
+export const pipelineSchema = z
+  .object({
+    pending: z.number().int(),
+    awaiting_retry: z.number().int(),
+    in_flight: z.number().int(),
+    dead_letter: z.number().int(),
+    delivered_last_hour: z.number().int(),
+    failed_last_hour: z.number().int(),
+    oldest_pending_age_seconds: z.number(),
+    avg_delivery_ms_last_hour: z.number().nullable(),
+    open_circuits: z.number().int(),
+  })
+  .meta({ id: 'Pipeline' });
+
+/** `{data: [...], next_cursor}`: keyset pagination, pass next_cursor back as ?cursor=. */
+export function page<T extends z.ZodType>(item: T) {
+  return z.object({ data: z.array(item), next_cursor: z.string().nullable() });
+}
+
+/** ?limit=&cursor= as every list takes them. */
+export const pageQuery = {
+  limit: z.string().regex(/^\d+$/).optional().meta({ description: '1 to 500, default 50' }),
+  cursor: z.string().optional().meta({ description: 'next_cursor of the previous page' }),
+};

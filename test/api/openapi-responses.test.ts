@@ -1,0 +1,149 @@
+/**
+ * The document's response shapes against real responses: each request below is answered by the
+ * app and its body parsed with the schema documented for that route and status. A field renamed
+ * or added in a handler without the document following fails here.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { z } from 'zod';
+import { documentedRoutes } from '../../src/api/openapi/registry.js';
+import {
+  createTestApp,
+  createTestDatabase,
+  type Receiver,
+  startReceiver,
+  startTestDispatcher,
+  type TestDatabase,
+  type TestResponse,
+  waitFor,
+} from '../helpers.js';
+
+describe('documented responses match real ones', () => {
+  let db: TestDatabase;
+  let t: Awaited<ReturnType<typeof createTestApp>>;
+  let dispatcher: Awaited<ReturnType<typeof startTestDispatcher>>;
+  let receiver: Receiver;
+  const checked = new Set<string>();
+
+  before(async () => {
+    db = await createTestDatabase();
+    t = await createTestApp(db);
+    dispatcher = await startTestDispatcher(db, { HOOKPOST_POLL_INTERVAL_MS: '50' });
+    // 400 to payloads marked "bad" (straight to dead letter), 200 to the rest.
+    receiver = await startReceiver((_req, res, body) =>
+      res.writeHead(body.includes('bad') ? 400 : 200).end('ok'),
+    );
+  });
+  after(async () => {
+    await dispatcher.stop();
+    await receiver.close();
+    await db.drop();
+  });
+
+  /** Sends, then checks the body against the documented schema for (method, template, status). */
+  async function check(method: string, template: string, url: string, body?: unknown): Promise<TestResponse> {
+    const res = await t.send(method, url, body);
+    const route = documentedRoutes().find((r) => r.method === method.toLowerCase() && r.path === template);
+    assert.ok(route, `${method} ${template} is documented`);
+    const documented = route.responses[res.status];
+    if (res.status >= 400) {
+      assert.ok(
+        route.errors?.includes(res.status) || [400, 401].includes(res.status),
+        `${res.status} listed`,
+      );
+      return res;
+    }
+    assert.ok(documented, `${method} ${template} documents status ${res.status}`);
+    checked.add(`${method} ${template} ${res.status}`);
+    if (!documented.schema) return res;
+    const json = await res.clone().json();
+    const parsed = documented.schema.safeParse(json);
+    assert.ok(parsed.success, `${method} ${template}: ${parsed.error?.message}`);
+    assertNoUndocumentedFields(documented.schema, json, `${method} ${template}`);
+    return res;
+  }
+
+  /** zod strips unknown keys silently; here an unknown key in an object fails. */
+  function assertNoUndocumentedFields(schema: z.ZodType, value: unknown, where: string) {
+    if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) {
+      if (value === undefined || value === null) return;
+      return assertNoUndocumentedFields(schema.unwrap() as z.ZodType, value, where);
+    }
+    if (schema instanceof z.ZodArray && Array.isArray(value)) {
+      for (const item of value) assertNoUndocumentedFields(schema.element as z.ZodType, item, where);
+    }
+    if (schema instanceof z.ZodObject && value && typeof value === 'object') {
+      const shape = schema.shape as Record<string, z.ZodType>;
+      for (const [key, v] of Object.entries(value)) {
+        assert.ok(key in shape, `${where}: field ${key} is not documented`);
+        assertNoUndocumentedFields(shape[key]!, v, `${where}.${key}`);
+      }
+    }
+  }
+
+  it('endpoints, deliveries, dead letters, replays and the pipeline', async () => {
+    const ep = await (await check('POST', '/v1/endpoints', '/v1/endpoints', { url: receiver.url })).json();
+    await check('GET', '/v1/endpoints', '/v1/endpoints');
+    await check('GET', '/v1/endpoints/{id}', `/v1/endpoints/${ep.id}`);
+    await check('PATCH', '/v1/endpoints/{id}', `/v1/endpoints/${ep.id}`, { description: 'x' });
+    await check('GET', '/v1/endpoints/{id}/health', `/v1/endpoints/${ep.id}/health`);
+    await check('GET', '/v1/endpoints/slow', '/v1/endpoints/slow?p95_ms=0');
+    await check('POST', '/v1/endpoints/{id}/rotate-secret', `/v1/endpoints/${ep.id}/rotate-secret`);
+
+    const good = await (
+      await check('POST', '/v1/deliveries', '/v1/deliveries', {
+        endpoint_id: ep.id,
+        event_type: 'a',
+        payload: {},
+      })
+    ).json();
+    await check('POST', '/v1/deliveries', '/v1/deliveries', {
+      endpoint_id: ep.id,
+      event_type: 'a',
+      payload: {},
+      event_id: 'e1',
+    });
+    await check('POST', '/v1/deliveries', '/v1/deliveries', {
+      endpoint_id: ep.id,
+      event_type: 'a',
+      payload: {},
+      event_id: 'e1',
+    });
+    const batch = await (
+      await check('POST', '/v1/deliveries/batch', '/v1/deliveries/batch', {
+        items: [{ endpoint_id: ep.id, event_type: 'a', payload: { kind: 'bad' } }],
+      })
+    ).json();
+    const bad = batch.results[0].deliveries[0].id;
+    const ids = [good.deliveries[0].id, bad];
+    await waitFor('both settled', async () => {
+      const rows = await db.sql`SELECT status FROM deliveries WHERE id = ANY(${ids}) ORDER BY id`;
+      return rows.every((r) => r.status === 'delivered' || r.status === 'dead_letter');
+    });
+    await check('GET', '/v1/deliveries', '/v1/deliveries');
+    await check('GET', '/v1/deliveries/{id}', `/v1/deliveries/${bad}`);
+    await check('GET', '/v1/endpoints/{id}/latency', `/v1/endpoints/${ep.id}/latency`);
+    await check('GET', '/v1/dead-letters/analysis', '/v1/dead-letters/analysis');
+    const dry = await (
+      await check('POST', '/v1/dead-letters/replay', '/v1/dead-letters/replay', {
+        endpoint_id: ep.id,
+        dry_run: true,
+      })
+    ).json();
+    await check('GET', '/v1/dead-letters/replays/{id}', `/v1/dead-letters/replays/${dry.audit_id}`);
+    await check('POST', '/v1/deliveries/{id}/replay', `/v1/deliveries/${bad}/replay`);
+    await check('GET', '/v1/deliveries/{id}', `/v1/deliveries/${bad}`);
+    await check('GET', '/v1/pipeline', '/v1/pipeline');
+    await check('GET', '/v1/endpoints/{id}', '/v1/endpoints/ep_missing');
+    await check('DELETE', '/v1/endpoints/{id}', `/v1/endpoints/${ep.id}`);
+    assert.ok(checked.size >= 19, [...checked].join('\n'));
+  });
+
+  it('errors have the documented error shape', async () => {
+    const route = documentedRoutes().find((r) => r.path === '/v1/endpoints/{id}')!;
+    assert.ok(route.errors?.includes(404));
+    const res = await t.send('GET', '/v1/endpoints/ep_missing');
+    const { errorSchema } = await import('../../src/api/openapi/registry.js');
+    assert.ok(errorSchema.safeParse(await res.json()).success);
+  });
+});
