@@ -6,6 +6,7 @@ import type { Hono } from 'hono';
 import { resolveAdminToken } from './admin-token.js';
 import { createApp } from './api/app.js';
 import { BackgroundTasks } from './api/background.js';
+import { createMetricsApp } from './api/metrics-http.js';
 import { serveApp } from './api/serve.js';
 import { printBanner } from './banner.js';
 import type { Config } from './config.js';
@@ -17,7 +18,6 @@ import { Dispatcher } from './dispatch/dispatcher.js';
 import { createSecretBox } from './endpoints/secrets.js';
 import { EndpointStore } from './endpoints/store.js';
 import type { Logger } from './log.js';
-import { createMetricsApp } from './metrics/http.js';
 import { createMetrics } from './metrics/registry.js';
 import { VERSION } from './version.js';
 

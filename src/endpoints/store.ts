@@ -1,10 +1,12 @@
 /** Endpoint rows: create, read, update, soft-delete and secret rotation. */
 import type { Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
+import { type TenantScope, tenantIs } from '../tenants/scope.js';
 import { generateSecret, type SecretBox } from './secrets.js';
 
 export interface Endpoint {
   id: string;
+  tenantId: string;
   url: string;
   description: string;
   eventTypes: string[];
@@ -19,6 +21,8 @@ export interface Endpoint {
 }
 
 export interface EndpointInput {
+  /** The tenant it belongs to; the route has made sure it exists. */
+  tenantId: string;
   url: string;
   description?: string | undefined;
   eventTypes?: string[] | undefined;
@@ -28,10 +32,11 @@ export interface EndpointInput {
   metadata?: Record<string, unknown> | undefined;
 }
 
-export type EndpointPatch = Partial<EndpointInput> & { enabled?: boolean | undefined };
+export type EndpointPatch = Partial<Omit<EndpointInput, 'tenantId'>> & { enabled?: boolean | undefined };
 
 interface EndpointRow {
   id: string;
+  tenant_id: string;
   url: string;
   description: string;
   event_types: string[];
@@ -48,6 +53,7 @@ interface EndpointRow {
 function toEndpoint(row: EndpointRow): Endpoint {
   return {
     id: row.id,
+    tenantId: row.tenant_id,
     url: row.url,
     description: row.description,
     eventTypes: row.event_types,
@@ -63,7 +69,7 @@ function toEndpoint(row: EndpointRow): Endpoint {
 }
 
 const COLUMNS =
-  'id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, enabled, disabled_reason, created_at, updated_at';
+  'id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, enabled, disabled_reason, created_at, updated_at';
 
 export class EndpointStore {
   constructor(
@@ -78,8 +84,8 @@ export class EndpointStore {
     const sealed = this.secrets.seal(secret);
     const row = await this.sql.begin(async (tx) => {
       const [created] = await tx<EndpointRow[]>`
-        INSERT INTO endpoints (id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata)
-        VALUES (${id}, ${input.url}, ${input.description ?? ''}, ${input.eventTypes ?? []},
+        INSERT INTO endpoints (id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata)
+        VALUES (${id}, ${input.tenantId}, ${input.url}, ${input.description ?? ''}, ${input.eventTypes ?? []},
                 ${input.rateLimitPerSecond ?? null}, ${input.maxInFlight ?? null},
                 ${tx.json(input.headers ?? {})}, ${tx.json((input.metadata ?? {}) as never)})
         RETURNING ${tx.unsafe(COLUMNS)}`;
@@ -90,33 +96,37 @@ export class EndpointStore {
     return { endpoint: toEndpoint(row), secret };
   }
 
-  async get(id: string): Promise<Endpoint | undefined> {
+  /** Every read and change below takes the caller's scope: another tenant's id is not found. */
+  async get(scope: TenantScope, id: string): Promise<Endpoint | undefined> {
     const [row] = await this.sql<EndpointRow[]>`
-      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints WHERE id = ${id} AND deleted_at IS NULL`;
+      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints
+      WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(this.sql, scope, 'tenant_id')}`;
     return row && toEndpoint(row);
   }
 
-  async getMany(ids: string[]): Promise<Endpoint[]> {
+  async getMany(scope: TenantScope, ids: string[]): Promise<Endpoint[]> {
     if (ids.length === 0) return [];
     const rows = await this.sql<EndpointRow[]>`
-      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints WHERE id = ANY(${ids}::text[]) AND deleted_at IS NULL`;
+      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints
+      WHERE id = ANY(${ids}::text[]) AND deleted_at IS NULL AND ${tenantIs(this.sql, scope, 'tenant_id')}`;
     return rows.map(toEndpoint);
   }
 
   /** Keyset page in creation order. */
-  async list(limit: number, after?: string): Promise<Endpoint[]> {
+  async list(scope: TenantScope, limit: number, after?: string): Promise<Endpoint[]> {
     const rows = await this.sql<EndpointRow[]>`
       SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints
-      WHERE deleted_at IS NULL AND id > ${after ?? ''}
+      WHERE deleted_at IS NULL AND id > ${after ?? ''} AND ${tenantIs(this.sql, scope, 'tenant_id')}
       ORDER BY id LIMIT ${limit}`;
     return rows.map(toEndpoint);
   }
 
   /** Applies the given fields only. Re-enabling clears the disabled reason and resets the breaker. */
-  async update(id: string, patch: EndpointPatch): Promise<Endpoint | undefined> {
+  async update(scope: TenantScope, id: string, patch: EndpointPatch): Promise<Endpoint | undefined> {
     return this.sql.begin(async (tx) => {
       const [current] = await tx<EndpointRow[]>`
-        SELECT ${tx.unsafe(COLUMNS)} FROM endpoints WHERE id = ${id} AND deleted_at IS NULL FOR UPDATE`;
+        SELECT ${tx.unsafe(COLUMNS)} FROM endpoints
+        WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} FOR UPDATE`;
       if (!current) return undefined;
       const set = {
         url: patch.url ?? current.url,
@@ -164,11 +174,11 @@ export class EndpointStore {
    * Soft delete: the endpoint disappears from the API and fan-out, its queued deliveries are
    * cancelled, and its delivery history stays readable.
    */
-  async delete(id: string): Promise<boolean> {
+  async delete(scope: TenantScope, id: string): Promise<boolean> {
     return this.sql.begin(async (tx) => {
       const rows = await tx`
         UPDATE endpoints SET deleted_at = now(), enabled = false, disabled_reason = 'deleted', updated_at = now()
-        WHERE id = ${id} AND deleted_at IS NULL RETURNING id`;
+        WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} RETURNING id`;
       if (rows.length === 0) return false;
       await tx`
         WITH dropped AS (
@@ -181,11 +191,13 @@ export class EndpointStore {
   }
 
   /** Adds a new secret; the current ones keep signing for `graceSeconds`, then expire. */
-  async rotateSecret(id: string, graceSeconds: number): Promise<string | undefined> {
+  async rotateSecret(scope: TenantScope, id: string, graceSeconds: number): Promise<string | undefined> {
     const secret = generateSecret();
     const sealed = this.secrets.seal(secret);
     const ok = await this.sql.begin(async (tx) => {
-      const rows = await tx`SELECT id FROM endpoints WHERE id = ${id} AND deleted_at IS NULL FOR UPDATE`;
+      const rows = await tx`
+        SELECT id FROM endpoints
+        WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} FOR UPDATE`;
       if (rows.length === 0) return false;
       await tx`
         UPDATE endpoint_secrets SET expires_at = now() + make_interval(secs => ${graceSeconds})
