@@ -1,7 +1,7 @@
 /** CLI entry: `hookpost <command> [options]`. Exit codes: 0 success, 1 failure, 2 bad usage. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { runBench } from './bench/bench.js';
-import { runApiKeys } from './cli/api-keys.js';
+import { type ApiKeysArgs, runApiKeys } from './cli/api-keys.js';
 import { withDatabase } from './cli/database.js';
 import { runDeadLetters } from './cli/dead-letters.js';
 import { runReplayCommand } from './cli/replay.js';
@@ -171,7 +171,12 @@ export async function main(argv: string[]): Promise<number> {
       case 'replay':
         return await runReplayCommand(config, values);
       case 'api-keys':
-        return await runApiKeys(config, positionals[0], positionals.slice(1), values as never);
+        return await runApiKeys(
+          config,
+          positionals[0],
+          positionals.slice(1),
+          values as unknown as ApiKeysArgs,
+        );
       default: {
         const applied = await withDatabase(config, (sql) => migrate(sql), { requireSchema: false, log });
         process.stdout.write(

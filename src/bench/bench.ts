@@ -214,7 +214,11 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
       scopes: ['deliveries:write'],
       tenant_id: 'bench',
     })) as { key: string };
+    // CPU of this process (API and load generator) while enqueueing: with --drain no delivery
+    // runs meanwhile, so it is the enqueue path's cost.
+    const cpuBefore = process.cpuUsage();
     const enq = await enqueueAll({ api: h.api, token: producer.key }, endpointIds, opts, total);
+    const cpu = process.cpuUsage(cpuBefore);
     let drain: { started: number; rss: RssSampler } | undefined;
     if (opts.drain) {
       const started = now();
@@ -238,7 +242,8 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
     const enqSeconds = (enq.finished - enq.started) / 1000;
     const delSeconds = (last - enq.started) / 1000;
     out(
-      `  enqueue    ${fmt(total)} in ${fmt(enqSeconds, 2)} s = ${fmt(total / enqSeconds)}/s (public batch API)`,
+      `  enqueue    ${fmt(total)} in ${fmt(enqSeconds, 2)} s = ${fmt(total / enqSeconds)}/s (public batch API), ` +
+        `${fmt((cpu.user + cpu.system) / total, 1)} µs CPU per delivery in the API process`,
     );
     out(
       `  delivered  ${fmt(stats.arrivals.size)} in ${fmt(delSeconds, 2)} s = ${fmt(stats.arrivals.size / delSeconds)}/s (first enqueue → last receipt)`,

@@ -116,10 +116,16 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
         ) AS t(id, tenant_id, event_type, event_id, idempotency_key, ordering_key, endpoint_id, request_hash,
                payload_offset, payload_length)
       ),
-      named_tenants AS (
-        INSERT INTO tenants (id) SELECT unnest(${named}::text[])
-        ON CONFLICT (id) DO UPDATE SET deleted_at = NULL, updated_at = now(), created_at = now()
-          WHERE tenants.deleted_at IS NOT NULL
+      -- Named tenants are created, or brought back when deleted. Never ON CONFLICT DO UPDATE:
+      -- that locks the existing row even when its WHERE is false, and would serialise every
+      -- concurrent enqueue of one tenant on its row; DO NOTHING and a matching-only UPDATE lock
+      -- nothing for a live tenant.
+      revived_tenants AS (
+        UPDATE tenants SET deleted_at = NULL, updated_at = now(), created_at = now()
+        WHERE id = ANY(${named}::text[]) AND deleted_at IS NOT NULL
+      ),
+      new_tenants AS (
+        INSERT INTO tenants (id) SELECT unnest(${named}::text[]) ON CONFLICT (id) DO NOTHING
       ),
       inserted AS (
         INSERT INTO messages (id, tenant_id, producer, event_type, event_id, idempotency_key, ordering_key,

@@ -47,10 +47,13 @@ export async function putTenant(
  */
 export async function ensureTenants(sql: Sql, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
+  // Like enqueue's: no ON CONFLICT DO UPDATE, which would lock a live tenant's row.
   await sql`
-    INSERT INTO tenants (id) SELECT DISTINCT unnest(${ids}::text[])
-    ON CONFLICT (id) DO UPDATE SET deleted_at = NULL, updated_at = now(), created_at = now()
-      WHERE tenants.deleted_at IS NOT NULL`;
+    WITH revived AS (
+      UPDATE tenants SET deleted_at = NULL, updated_at = now(), created_at = now()
+      WHERE id = ANY(${ids}::text[]) AND deleted_at IS NOT NULL
+    )
+    INSERT INTO tenants (id) SELECT DISTINCT unnest(${ids}::text[]) ON CONFLICT (id) DO NOTHING`;
 }
 
 /** One tenant with its counts; undefined when unknown, deleted or outside the scope. */
