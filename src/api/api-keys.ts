@@ -41,6 +41,7 @@ export function apiKeyJson(k: ApiKey) {
   };
 }
 
+/** Routes under /v1/api-keys (admin scope). */
 export function apiKeyRoutes(deps: { sql: Sql }) {
   const app = new Hono<ApiEnv>();
 

@@ -5,6 +5,7 @@ import { listAudit } from '../tenants/audit.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { pageLimit } from './pagination.js';
 
+/** GET /v1/audit-log, scoped like every other read (an admin sees every tenant's rows). */
 export function auditLogRoutes(deps: { sql: Sql }) {
   const app = new Hono<ApiEnv>();
   app.get('/', async (c) => {

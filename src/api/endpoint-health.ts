@@ -7,6 +7,7 @@ import type { EndpointStore } from '../endpoints/store.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { HttpError, notFound } from './errors.js';
 
+/** GET /v1/endpoints/slow and /v1/endpoints/{id}/health, mounted by app.ts before the endpoint routes. */
 export function healthRoutes(deps: { sql: Sql; endpoints: EndpointStore }) {
   const app = new Hono<ApiEnv>();
 

@@ -35,6 +35,7 @@ function eventTypeName(raw: string): string {
   return raw;
 }
 
+/** Routes under /v1/event-types; PUT and DELETE drop this process's cached catalog read. */
 export function eventTypeRoutes(deps: { sql: Sql; catalog: SchemaCatalog }) {
   const app = new Hono<ApiEnv>();
 

@@ -32,6 +32,7 @@ function tenantId(raw: string): string {
   return raw;
 }
 
+/** Routes under /v1/tenants (admin scope, from route-scopes.ts). */
 export function tenantRoutes(deps: { sql: Sql }) {
   const app = new Hono<ApiEnv>();
 

@@ -57,6 +57,7 @@ function pointerOf(error: ErrorObject): string {
   return error.instancePath;
 }
 
+/** Where and why `validate` last failed: the first ajv error as a JSON pointer, never the value. */
 export function firstMismatch(eventType: string, validate: ValidateFunction): SchemaMismatch {
   const error = validate.errors?.[0];
   return {
@@ -67,6 +68,10 @@ export function firstMismatch(eventType: string, validate: ValidateFunction): Sc
   };
 }
 
+/**
+ * Creates or updates an event type; a given schema must compile (and match its example), else
+ * SchemaError. The version grows only when the schema actually changes.
+ */
 export async function putEventType(
   sql: Sql,
   name: string,
@@ -102,11 +107,13 @@ export async function putEventType(
   return { eventType, created };
 }
 
+/** One event type by name. */
 export async function getEventType(sql: Sql, name: string): Promise<EventType | undefined> {
   const [row] = await sql<EventType[]>`SELECT ${sql.unsafe(COLUMNS)} FROM event_types WHERE name = ${name}`;
   return row;
 }
 
+/** Keyset page by name. */
 export async function listEventTypes(
   sql: Sql,
   options: { limit: number; cursor?: string | undefined },
@@ -116,6 +123,7 @@ export async function listEventTypes(
     ORDER BY name LIMIT ${options.limit}`;
 }
 
+/** Removes an event type and its schema; false when there was none. */
 export async function deleteEventType(sql: Sql, name: string): Promise<boolean> {
   const rows = await sql`DELETE FROM event_types WHERE name = ${name} RETURNING name`;
   return rows.length > 0;
