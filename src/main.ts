@@ -2,6 +2,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ListenError } from './api/serve.js';
 import { runBench } from './bench/bench.js';
+import { type ApiKeysArgs, runApiKeys } from './cli/api-keys.js';
 import { withDatabase } from './cli/database.js';
 import { runDeadLetters } from './cli/dead-letters.js';
 import { runListen } from './cli/listen.js';
@@ -20,6 +21,8 @@ interface Command {
   summary: string;
   usage: string;
   options: Options;
+  /** Takes positional words (a sub-command, an id). */
+  positionals?: boolean;
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -76,6 +79,26 @@ const COMMANDS: Record<string, Command> = {
       'Prints one line per delivery (webhook-id, event type, verified or not, size) and answers 200.\n' +
       'hookpost refuses loopback targets unless started with HOOKPOST_ALLOW_PRIVATE_TARGETS=true.',
     options: { port: { type: 'string' }, host: { type: 'string' }, secret: { type: 'string' } },
+  },
+  'api-keys': {
+    summary: 'create, list and revoke API keys (straight to the database)',
+    usage:
+      'hookpost api-keys create --name N --scope S [--scope S ...] [--tenant T] [--expires 30d] [--rate-limit R]\n' +
+      'hookpost api-keys list\n' +
+      'hookpost api-keys revoke ID\n' +
+      '  --scope S       admin, endpoints:read, endpoints:write, deliveries:read, deliveries:write, replay\n' +
+      '  --tenant T      bind the key to one tenant: it sees and changes only that tenant\n' +
+      '  --expires A     an age (30d, 12h, 90m) or an ISO 8601 time\n' +
+      '  --rate-limit R  at most R enqueued items per second across all API processes\n' +
+      'Reads and writes the database directly (DATABASE_URL, else the embedded one).',
+    options: {
+      name: { type: 'string' },
+      scope: { type: 'string', multiple: true },
+      tenant: { type: 'string' },
+      expires: { type: 'string' },
+      'rate-limit': { type: 'string' },
+    },
+    positionals: true,
   },
   bench: {
     summary: 'built-in load test: deliveries/s, lag, CPU per delivery per part, and the no-queue ceiling',
@@ -140,12 +163,12 @@ export async function main(argv: string[]): Promise<number> {
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   try {
     if (!command) throw new UsageError(`unknown command: ${name}`);
-    const { values } = parseArgs({
+    const { values, positionals } = parseArgs({
       args: rest,
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       strict: true,
-      allowPositionals: false,
-    }) as { values: Record<string, string | boolean | undefined> };
+      allowPositionals: command.positionals === true,
+    }) as { values: Record<string, string | boolean | undefined>; positionals: string[] };
     if (values.help) {
       process.stdout.write(`${commandHelp(name, command)}\n`);
       return 0;
@@ -182,6 +205,13 @@ export async function main(argv: string[]): Promise<number> {
         return await runDeadLetters(config, values as { endpoint?: string; hours?: string });
       case 'replay':
         return await runReplayCommand(config, values);
+      case 'api-keys':
+        return await runApiKeys(
+          config,
+          positionals[0],
+          positionals.slice(1),
+          values as unknown as ApiKeysArgs,
+        );
       default: {
         const applied = await withDatabase(config, (sql) => migrate(sql), { requireSchema: false, log });
         process.stdout.write(

@@ -6,6 +6,7 @@ import type { Hono } from 'hono';
 import { type AdminToken, resolveAdminToken } from './admin-token.js';
 import { createApp } from './api/app.js';
 import { BackgroundTasks } from './api/background.js';
+import { createMetricsApp } from './api/metrics-http.js';
 import { describeListenError, ListenError, serveApp } from './api/serve.js';
 import { printBanner } from './banner.js';
 import type { Config } from './config.js';
@@ -18,7 +19,6 @@ import { startResealing } from './endpoints/reseal.js';
 import { createSecretBox } from './endpoints/secrets.js';
 import { EndpointStore } from './endpoints/store.js';
 import type { Logger } from './log.js';
-import { createMetricsApp } from './metrics/http.js';
 import { createMetrics } from './metrics/registry.js';
 import { VERSION } from './version.js';
 

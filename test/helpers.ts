@@ -176,3 +176,36 @@ export async function enqueueMany(
     if (res.status !== 202) throw new Error(`batch enqueue answered ${res.status}`);
   }
 }
+
+type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+
+/**
+ * Creates an endpoint pointing at `receiver` (a Receiver or a URL) through the API, with any
+ * extra fields; returns its id and secret. Fails the test on anything but 201.
+ */
+export async function createEndpoint(
+  t: Pick<TestApp, 'send'>,
+  receiver: Receiver | string,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; secret: string; tenant_id: string }> {
+  const url = typeof receiver === 'string' ? receiver : receiver.url;
+  const res = await t.send('POST', '/v1/endpoints', { url, ...extra });
+  if (res.status !== 201) throw new Error(`endpoint create answered ${res.status}: ${await res.text()}`);
+  return res.json();
+}
+
+/**
+ * Creates an API key through the admin token and returns a `send` that uses it, as a partner or
+ * an internal service would call the API.
+ */
+export async function keySender(
+  t: TestApp,
+  body: { scopes: string[]; tenant_id?: string; rate_limit_per_second?: number; name?: string },
+) {
+  const res = await t.send('POST', '/v1/api-keys', { name: body.name ?? 'test key', ...body });
+  if (res.status !== 201) throw new Error(`key create answered ${res.status}: ${await res.text()}`);
+  const created = (await res.json()) as { id: string; key: string };
+  const send = (method: string, path: string, payload?: unknown, headers: Record<string, string> = {}) =>
+    t.send(method, path, payload, { authorization: `Bearer ${created.key}`, ...headers });
+  return { ...created, send };
+}

@@ -6,19 +6,25 @@ import { migrationsApplied } from '../db/migrate.js';
 import { createBacklogGuard } from '../deliveries/backlog.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { Logger } from '../log.js';
-import { mountMetrics } from '../metrics/http.js';
 import { createMetrics, type HookpostMetrics } from '../metrics/registry.js';
-import { bearerAuth } from './auth.js';
+import { SchemaCatalog } from '../tenants/event-types.js';
+import { mountPages } from '../ui/routes.js';
+import { apiKeyRoutes } from './api-keys.js';
+import { auditLogRoutes } from './audit-log.js';
+import { type ApiEnv, keyAuth } from './auth.js';
 import type { BackgroundTasks } from './background.js';
 import { deadLetterRoutes } from './dead-letters.js';
 import { deliveryRoutes } from './deliveries.js';
+import { healthRoutes } from './endpoint-health.js';
 import { latencyRoutes } from './endpoint-latency.js';
 import { endpointRoutes } from './endpoints.js';
 import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
+import { eventTypeRoutes } from './event-types.js';
+import { mountMetrics } from './metrics-http.js';
 import './openapi/operations.js';
-import { mountPages } from '../ui/routes.js';
 import { pipelineRoutes } from './pipeline.js';
 import { replayRoutes } from './replay.js';
+import { tenantRoutes } from './tenants.js';
 
 export interface AppDeps {
   sql: Sql;
@@ -55,8 +61,13 @@ export function createApp(deps: AppDeps) {
       : c.json(errorBody('not_ready', 'database unreachable or migrations not applied'), 503);
   });
 
-  const v1 = new Hono();
-  v1.use('*', bearerAuth(deps.adminToken));
+  const v1 = new Hono<ApiEnv>();
+  // Authentication and the route's scope (route-scopes.ts); the caller's tenant travels from
+  // here into every query as its TenantScope.
+  v1.use('*', keyAuth({ sql: deps.sql, adminToken: deps.adminToken, log: deps.log }));
+  const catalog = new SchemaCatalog(deps.sql);
+  // Before the endpoint routes, so that "slow" is not taken for an endpoint id.
+  v1.route('/endpoints', healthRoutes({ sql: deps.sql, endpoints: deps.endpoints }));
   v1.route(
     '/endpoints',
     endpointRoutes({
@@ -77,6 +88,7 @@ export function createApp(deps: AppDeps) {
       backlog: createBacklogGuard(deps.sql),
       onEnqueued: deps.onEnqueued ?? (() => {}),
       metrics,
+      catalog,
     }),
   );
   v1.route('/deliveries', replayRoutes({ sql: deps.sql }));
@@ -92,6 +104,10 @@ export function createApp(deps: AppDeps) {
     }),
   );
   v1.route('/pipeline', pipelineRoutes(deps.sql));
+  v1.route('/tenants', tenantRoutes({ sql: deps.sql }));
+  v1.route('/api-keys', apiKeyRoutes({ sql: deps.sql }));
+  v1.route('/audit-log', auditLogRoutes({ sql: deps.sql }));
+  v1.route('/event-types', eventTypeRoutes({ sql: deps.sql, catalog }));
   app.route('/v1', v1);
   mountPages(app);
   return app;

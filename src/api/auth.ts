@@ -1,24 +1,150 @@
-/** Bearer-token authentication for /v1. The token is compared in constant time and never logged. */
+/**
+ * Authentication and scopes for /v1. Every request carries `Authorization: Bearer <key>`; the
+ * key is looked up by its SHA-256 (the table holds nothing else of it) and becomes the request's
+ * Caller: its id and name for the audit log, its scopes, and its tenant, which every scoped
+ * query then applies (src/tenants/scope.ts). The configured admin token is the key `key_admin`.
+ *
+ * Lookups are cached for one second per process, so a revocation or expiry reaches every API
+ * process within a second (the contract allows 2 s) and a busy key costs one query a second.
+ */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Sql } from '../db/connect.js';
+import type { Logger } from '../log.js';
+import {
+  ADMIN_KEY_ID,
+  type ApiKey,
+  ensureAdminKey,
+  findKeyByHash,
+  hashKey,
+  touchKey,
+} from '../tenants/keys.js';
+import type { Caller, Scope } from '../tenants/scope.js';
 import { HttpError } from './errors.js';
+import { requiredScope } from './route-scopes.js';
+
+/** The Hono environment of every /v1 route: `c.get('caller')` is typed. */
+export type ApiEnv = { Variables: { caller: Caller } };
+
+/** The authenticated caller of a /v1 request. */
+export function callerOf(c: Context<ApiEnv>): Caller {
+  return c.get('caller');
+}
+
+/** How long a key lookup (found or not) is reused: bounds how late a revocation is seen. */
+const KEY_CACHE_MS = 1000;
+/** last_used_at is written at most this often per key. */
+const TOUCH_INTERVAL_MS = 60_000;
+/** Bound on cached lookups, so a flood of made-up tokens cannot grow memory. */
+const MAX_CACHED = 10_000;
+
+function bearer(c: Context): string {
+  const header = c.req.header('authorization') ?? '';
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match)
+    throw new HttpError(401, 'unauthorized', 'missing bearer token (Authorization: Bearer <token>)');
+  return match[1]!;
+}
+
+const ADMIN_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['admin']);
+
+function callerFromKey(key: ApiKey): Caller {
+  return {
+    keyId: key.id,
+    keyName: key.name,
+    scopes: new Set(key.scopes),
+    tenantId: key.tenant_id,
+    rateLimitPerSecond: key.rate_limit_per_second,
+  };
+}
+
+export interface KeyAuthDeps {
+  sql: Sql;
+  adminToken: string;
+  log: Logger;
+}
+
+/**
+ * The /v1 middleware: authenticates, then checks the route's scope from route-scopes.ts. A /v1
+ * path with no rule there answers 404, so a route added without a rule cannot be reached.
+ */
+export function keyAuth(deps: KeyAuthDeps): MiddlewareHandler<ApiEnv> {
+  const adminDigest = hashKey(deps.adminToken);
+  const admin: Caller = {
+    keyId: ADMIN_KEY_ID,
+    keyName: 'admin',
+    scopes: ADMIN_SCOPES,
+    tenantId: null,
+    rateLimitPerSecond: null,
+  };
+  let adminRow: Promise<void> | undefined;
+  const cache = new Map<string, { key: ApiKey | undefined; at: number }>();
+  const touched = new Map<string, number>();
+
+  async function lookup(hash: Buffer): Promise<ApiKey | undefined> {
+    const id = hash.toString('base64');
+    const hit = cache.get(id);
+    const now = Date.now();
+    if (hit && now - hit.at < KEY_CACHE_MS) return hit.key;
+    const key = await findKeyByHash(deps.sql, hash);
+    if (cache.size >= MAX_CACHED) cache.clear();
+    cache.set(id, { key, at: now });
+    return key;
+  }
+
+  function touch(id: string): void {
+    const now = Date.now();
+    if (now - (touched.get(id) ?? 0) < TOUCH_INTERVAL_MS) return;
+    touched.set(id, now);
+    touchKey(deps.sql, id).catch((error: Error) =>
+      deps.log.warn({ keyId: id, errorName: error.name, message: error.message }, 'could not record key use'),
+    );
+  }
+
+  return async (c, next) => {
+    const token = bearer(c);
+    const hash = hashKey(token);
+    let caller: Caller;
+    if (timingSafeEqual(hash, adminDigest)) {
+      // The admin key's row exists for the audit log and GET /v1/api-keys; written once per process.
+      adminRow ??= ensureAdminKey(deps.sql, deps.adminToken).catch((error) => {
+        adminRow = undefined;
+        throw error;
+      });
+      await adminRow;
+      caller = admin;
+    } else {
+      const key = await lookup(hash);
+      if (!key || key.kind === 'admin') throw new HttpError(401, 'unauthorized', 'invalid token');
+      if (key.revoked_at !== null) throw new HttpError(401, 'unauthorized', 'this key has been revoked');
+      if (key.expires_at !== null && key.expires_at.getTime() <= Date.now()) {
+        throw new HttpError(401, 'unauthorized', 'this key has expired');
+      }
+      caller = callerFromKey(key);
+      touch(key.id);
+    }
+    const scope = requiredScope(c.req.method, c.req.path);
+    if (scope === undefined) {
+      throw new HttpError(404, 'not_found', `no route for ${c.req.method} ${c.req.path}`);
+    }
+    if (!caller.scopes.has('admin') && !caller.scopes.has(scope)) {
+      throw new HttpError(403, 'forbidden', `this key lacks the scope ${scope}`, { required_scope: scope });
+    }
+    c.set('caller', caller);
+    await next();
+  };
+}
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
-/** Accepts `Authorization: Bearer <adminToken>`; the admin token carries every scope. */
-export function bearerAuth(adminToken: string): MiddlewareHandler {
-  const expected = digest(adminToken);
+/** A single fixed bearer token (the optional /metrics token), compared in constant time. */
+export function fixedTokenAuth(token: string): MiddlewareHandler {
+  const expected = digest(token);
   return async (c, next) => {
-    const header = c.req.header('authorization') ?? '';
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match)
-      throw new HttpError(401, 'unauthorized', 'missing bearer token (Authorization: Bearer <token>)');
-    if (!timingSafeEqual(digest(match[1]!), expected)) {
+    if (!timingSafeEqual(digest(bearer(c)), expected))
       throw new HttpError(401, 'unauthorized', 'invalid token');
-    }
-    c.set('actor' as never, 'admin' as never);
     await next();
   };
 }

@@ -3,24 +3,28 @@
  * with its progress. Single-delivery replay lives in api/replay.ts.
  */
 
-import { type Context, Hono } from 'hono';
+import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
 import {
   MAX_REPLAY_LIMIT,
-  planReplay,
   type ReplayFilter,
   type ReplayProgress,
   runReplay,
+  startReplay,
 } from '../deliveries/bulk-replay.js';
 import { analyzeDeadLetters, MAX_ANALYSIS_HOURS } from '../deliveries/dead-letter-analysis.js';
 import type { PatternThresholds } from '../deliveries/dead-letter-patterns.js';
-import { getAudit } from '../deliveries/replay.js';
+import { getAudit, ReplayError } from '../deliveries/replay.js';
 import type { Logger } from '../log.js';
+import { actorOf } from '../tenants/audit.js';
+import { narrowScope, TENANT_ID } from '../tenants/scope.js';
+import { type ApiEnv, callerOf } from './auth.js';
 import type { BackgroundTasks } from './background.js';
 import { readJsonBody, validate } from './body.js';
-import { HttpError } from './errors.js';
+import { notFound } from './errors.js';
 import { pageLimit } from './pagination.js';
+import { tenantForWrite } from './tenant-arg.js';
 import { jsonSafeString, pgTimestampSchema } from './validation.js';
 
 export const analysisQuery = z.object({
@@ -31,12 +35,14 @@ export const analysisQuery = z.object({
     .pipe(z.number().positive().max(MAX_ANALYSIS_HOURS))
     .optional(),
   endpoint_id: z.string().min(1).max(255).optional(),
+  tenant_id: z.string().min(1).max(128).optional(),
 });
 
 // Checked against what PostgreSQL can hold (no year 0000, offsets within ±15:59), else a 500.
 const timestamp = pgTimestampSchema;
 export const replayBody = z
   .strictObject({
+    tenant_id: z.string().regex(TENANT_ID, 'must be 1-128 of A-Za-z0-9._:-').optional(),
     // Both go into the audit row's jsonb filter, whose parser refuses lone surrogates.
     endpoint_id: jsonSafeString().min(1).max(255).optional(),
     since: timestamp.optional(),
@@ -55,10 +61,13 @@ export const replayBody = z
   )
   // An empty filter would replay every dead letter ever kept; ask for that explicitly.
   .refine(
-    (b) => [b.endpoint_id, b.since, b.until, b.error_class, b.status_code].some((v) => v !== undefined),
+    (b) =>
+      [b.tenant_id, b.endpoint_id, b.since, b.until, b.error_class, b.status_code].some(
+        (v) => v !== undefined,
+      ),
     {
       message:
-        'give at least one of endpoint_id, since, until, error_class, status_code ' +
+        'give at least one of endpoint_id, tenant_id, since, until, error_class, status_code ' +
         '(to replay every dead letter, say since: "1970-01-01T00:00:00Z")',
     },
   );
@@ -73,23 +82,15 @@ export interface DeadLetterRoutesDeps {
   background?: BackgroundTasks | undefined;
 }
 
-/** The caller's identity for the audit: bearerAuth sets it (one admin token: 'admin'). */
-export function actorOf(c: Context): string {
-  return (c.get('actor' as never) as string | undefined) ?? 'admin';
-}
-
-async function assertEndpointExists(sql: Sql, id: string): Promise<void> {
-  const [row] = await sql`SELECT 1 FROM endpoints WHERE id = ${id} AND deleted_at IS NULL`;
-  if (!row) throw new HttpError(404, 'endpoint_not_found', `endpoint ${id} not found`);
-}
-
 export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
-  const app = new Hono();
+  const app = new Hono<ApiEnv>();
 
   app.get('/analysis', async (c) => {
     const query = validate(analysisQuery, c.req.query());
     const hours = query.hours ?? 24;
-    const endpoints = await analyzeDeadLetters(deps.sql, {
+    const scope = narrowScope(callerOf(c), query.tenant_id);
+    if (!scope) return c.json({ hours, endpoints: [] });
+    const endpoints = await analyzeDeadLetters(deps.sql, scope, {
       hours,
       endpointId: query.endpoint_id,
       limit: pageLimit(c.req.query('limit')),
@@ -101,8 +102,9 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
   app.post('/replay', async (c) => {
     const { value } = await readJsonBody(c, 16 * 1024);
     const body = validate(replayBody, value);
-    if (body.endpoint_id !== undefined) await assertEndpointExists(deps.sql, body.endpoint_id);
+    const caller = callerOf(c);
     const filter: ReplayFilter = {
+      tenantId: tenantForWrite(caller, body.tenant_id) ?? null,
       endpointId: body.endpoint_id,
       since: body.since,
       until: body.until,
@@ -111,7 +113,14 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
       limit: body.limit,
     };
     const dryRun = body.dry_run ?? false;
-    const plan = await planReplay(deps.sql, filter, { actor: actorOf(c), dryRun });
+    let plan: Awaited<ReturnType<typeof startReplay>>;
+    try {
+      plan = await startReplay(deps.sql, filter, { actor: actorOf(caller), dryRun });
+    } catch (error) {
+      if (error instanceof ReplayError && error.kind === 'endpoint_not_found')
+        notFound('endpoint', body.endpoint_id!);
+      throw error;
+    }
     if (dryRun || plan.matched === 0) {
       return c.json({
         audit_id: plan.auditId,
@@ -147,7 +156,7 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
           'bulk replay failed',
         ),
     );
-    const audit = await getAudit(deps.sql, plan.auditId);
+    const audit = await getAudit(deps.sql, filter, plan.auditId);
     return c.json(
       {
         audit_id: plan.auditId,
@@ -162,8 +171,8 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
   });
 
   app.get('/replays/:id', async (c) => {
-    const audit = await getAudit(deps.sql, c.req.param('id'));
-    if (!audit) throw new HttpError(404, 'replay_not_found', `replay ${c.req.param('id')} not found`);
+    const audit = await getAudit(deps.sql, callerOf(c), c.req.param('id'));
+    if (!audit) notFound('replay', c.req.param('id'));
     return c.json(audit);
   });
 

@@ -7,10 +7,15 @@ import { EnqueueError, type EnqueueItem, type EnqueueResult, enqueue } from '../
 import { DELIVERY_STATUSES, type DeliveryRow, getDelivery, listDeliveries } from '../deliveries/read.js';
 import { listReplaysOf } from '../deliveries/replay.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
+import { firstMismatch, type SchemaCatalog } from '../tenants/event-types.js';
+import { takeTokens } from '../tenants/rate-limit.js';
+import { type Caller, narrowScope, TENANT_ID } from '../tenants/scope.js';
 import { arrayElementSpans, jsonSyntaxErrorAt, objectMemberSpans, type Span } from '../util/raw-json.js';
+import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
-import { callerError, HttpError } from './errors.js';
+import { callerError, HttpError, notFound } from './errors.js';
 import { pageCursor, pageLimit } from './pagination.js';
+import { tenantForWrite } from './tenant-arg.js';
 import { MAX_PAYLOAD_DEPTH } from './validation.js';
 
 export const MAX_BATCH_ITEMS = 1000;
@@ -19,6 +24,7 @@ const ENVELOPE_BYTES = 64 * 1024;
 
 const idString = z.string().min(1).max(255);
 export const itemSchema = z.strictObject({
+  tenant_id: z.string().regex(TENANT_ID, 'must be 1-128 of A-Za-z0-9._:-').optional(),
   endpoint_id: idString.optional(),
   event_type: z.string().min(1).max(256),
   payload: z.custom<unknown>((v) => v !== undefined, { message: 'is required' }),
@@ -36,6 +42,14 @@ export interface DeliveryRoutesDeps {
   backlog: BacklogGuard;
   onEnqueued: () => void;
   metrics: HookpostMetrics;
+  /** Event-type schemas that payloads are validated against. */
+  catalog: SchemaCatalog;
+}
+
+/** An item ready to enqueue, with its parsed payload for schema validation. */
+interface ParsedItem {
+  item: EnqueueItem;
+  payload: unknown;
 }
 
 export function deliveryJson(row: DeliveryRow) {
@@ -50,6 +64,18 @@ function resultJson(result: EnqueueResult) {
   };
 }
 
+const isoTime = z.iso.datetime({ offset: true });
+
+/** An ISO 8601 query parameter with a zone (`since`, `until`), or a 400 naming it. */
+function timeQuery(c: Context, name: string): string | undefined {
+  const raw = c.req.query(name);
+  if (raw === undefined) return undefined;
+  if (!isoTime.safeParse(raw).success) {
+    throw new HttpError(400, 'validation_failed', `${name}: must be an ISO 8601 timestamp with a zone`);
+  }
+  return raw;
+}
+
 function idempotencyHeader(c: Context): string | null {
   const key = c.req.header('idempotency-key');
   if (key === undefined) return null;
@@ -61,6 +87,7 @@ function idempotencyHeader(c: Context): string | null {
 
 /** Validates one item and cuts its payload out of the request text, byte for byte. */
 function toItem(
+  caller: Caller,
   text: string,
   value: unknown,
   span: Span,
@@ -68,8 +95,9 @@ function toItem(
   idempotencyKey: string | null,
   path: (string | number)[],
   batch: boolean,
-): EnqueueItem {
+): ParsedItem {
   const item = validate(batch ? batchItemSchema : itemSchema, value, path);
+  const tenantId = tenantForWrite(caller, item.tenant_id) ?? null;
   const payloadSpan = objectMemberSpans(text, span.start).get('payload')!;
   if (payloadSpan.depth > MAX_PAYLOAD_DEPTH) {
     // Deeper JSON cannot be rendered back (JSON.stringify recurses) and no receiver needs it.
@@ -87,14 +115,18 @@ function toItem(
     );
   }
   return {
-    endpointId: item.endpoint_id ?? null,
-    eventType: item.event_type,
-    eventId: item.event_id ?? null,
-    orderingKey: item.ordering_key ?? null,
-    idempotencyKey:
-      ('idempotency_key' in item ? (item.idempotency_key as string | undefined) : undefined) ??
-      idempotencyKey,
-    payload,
+    item: {
+      tenantId,
+      endpointId: item.endpoint_id ?? null,
+      eventType: item.event_type,
+      eventId: item.event_id ?? null,
+      orderingKey: item.ordering_key ?? null,
+      idempotencyKey:
+        ('idempotency_key' in item ? (item.idempotency_key as string | undefined) : undefined) ??
+        idempotencyKey,
+      payload,
+    },
+    payload: item.payload,
   };
 }
 
@@ -125,7 +157,7 @@ function countRejections(metrics: HookpostMetrics): MiddlewareHandler {
 }
 
 export function deliveryRoutes(deps: DeliveryRoutesDeps) {
-  const app = new Hono();
+  const app = new Hono<ApiEnv>();
   app.use('/', countRejections(deps.metrics));
   app.use('/batch', countRejections(deps.metrics));
 
@@ -138,9 +170,56 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     }
   }
 
-  async function run(items: EnqueueItem[], batch: boolean) {
+  /**
+   * Payloads of event types with a schema must match it. The first mismatch rejects the request
+   * (a batch as a whole) with the JSON pointer of the failing part; the value is never quoted.
+   */
+  async function checkSchemas(parsed: ParsedItem[], batch: boolean) {
+    const validators = await deps.catalog.validatorsFor(parsed.map((p) => p.item.eventType));
+    if (validators.size === 0) return;
+    for (const [index, { item, payload }] of parsed.entries()) {
+      const check = validators.get(item.eventType);
+      if (!check || check(payload)) continue;
+      const m = firstMismatch(item.eventType, check);
+      const where = batch ? `items[${index}].payload` : 'payload';
+      throw new HttpError(
+        400,
+        'schema_mismatch',
+        `${where}${m.pointer}: ${m.message} (event type ${item.eventType})`,
+        { ...(batch ? { index } : {}), pointer: m.pointer, keyword: m.keyword, event_type: item.eventType },
+      );
+    }
+  }
+
+  /** The key's own enqueue rate, shared by every API process (src/tenants/rate-limit.ts). */
+  async function checkRate(caller: Caller, count: number) {
+    const rate = caller.rateLimitPerSecond;
+    if (rate === null) return;
+    if (count > rate) {
+      throw new HttpError(
+        400,
+        'batch_over_rate_limit',
+        `${count} items in one request is more than this key's limit of ${rate} per second: send smaller batches`,
+      );
+    }
+    const decision = await takeTokens(deps.sql, caller.keyId, rate, count);
+    if (!decision.granted) {
+      throw new HttpError(
+        429,
+        'rate_limited',
+        `this key may enqueue ${rate} items per second`,
+        { limit_per_second: rate },
+        { 'retry-after': String(decision.retryAfterSeconds) },
+      );
+    }
+  }
+
+  async function run(caller: Caller, parsed: ParsedItem[], batch: boolean) {
+    await checkSchemas(parsed, batch);
+    await checkRate(caller, parsed.length);
+    const items = parsed.map((p) => p.item);
     try {
-      const results = await enqueue(deps.sql, 'admin', items);
+      const results = await enqueue(deps.sql, caller, items);
       let queued = 0;
       for (const r of results) if (!r.duplicate) queued += r.deliveries.length;
       if (queued > 0) {
@@ -165,9 +244,10 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
       `payload: over the ${deps.maxPayloadBytes}-byte limit (HOOKPOST_MAX_PAYLOAD_BYTES)`,
     );
     const span = { start: text.search(/\S/), end: text.length, depth: 0 };
-    const item = toItem(text, value, span, deps.maxPayloadBytes, key, [], false);
+    const caller = callerOf(c);
+    const item = toItem(caller, text, value, span, deps.maxPayloadBytes, key, [], false);
     await checkBacklog();
-    const [result] = await run([item], false);
+    const [result] = await run(caller, [item], false);
     return c.json(resultJson(result!), result!.duplicate ? 200 : 202);
   });
 
@@ -179,8 +259,10 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     const spans = arrayElementSpans(text, itemsSpan.start);
     // A batch-level Idempotency-Key gives each item the key "<key>:<index>", so retrying the
     // same batch returns the same ids.
+    const caller = callerOf(c);
     const items = body.items.map((raw, index) =>
       toItem(
+        caller,
         text,
         raw,
         spans[index]!,
@@ -191,7 +273,7 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
       ),
     );
     await checkBacklog();
-    const results = await run(items, true);
+    const results = await run(caller, items, true);
     const allDuplicates = results.every((r) => r.duplicate);
     return c.json({ results: results.map(resultJson) }, allDuplicates ? 200 : 202);
   });
@@ -202,9 +284,16 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
       throw new HttpError(400, 'validation_failed', `status: must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
     const limit = pageLimit(c.req.query('limit'));
-    const rows = await listDeliveries(deps.sql, {
+    const since = timeQuery(c, 'since');
+    const until = timeQuery(c, 'until');
+    const scope = narrowScope(callerOf(c), c.req.query('tenant_id'));
+    if (!scope) return c.json({ data: [], next_cursor: null });
+    const rows = await listDeliveries(deps.sql, scope, {
       status: status as DeliveryRow['status'] | undefined,
       endpointId: c.req.query('endpoint_id'),
+      eventType: c.req.query('event_type'),
+      since,
+      until,
       cursor: pageCursor(c.req.query('cursor'), 'dlv_'),
       limit: limit + 1,
     });
@@ -216,8 +305,8 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   });
 
   app.get('/:id', async (c) => {
-    const found = await getDelivery(deps.sql, c.req.param('id'));
-    if (!found) throw new HttpError(404, 'delivery_not_found', `delivery ${c.req.param('id')} not found`);
+    const found = await getDelivery(deps.sql, callerOf(c), c.req.param('id'));
+    if (!found) notFound('delivery', c.req.param('id'));
     // Each replay restarts attempt numbering; `replays` shows where each round began.
     const replays = await listReplaysOf(deps.sql, found.delivery.id);
     const body = { ...deliveryJson(found.delivery), attempts: found.attempts, replays };

@@ -1,10 +1,16 @@
 /** Endpoint health routes: one endpoint's breaker and latency, and the list of slow endpoints. */
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
+import type { Sql } from '../db/connect.js';
+import { readEndpointHealth } from '../endpoints/health-read.js';
 import { latencyWindow, MIN_PERCENTILE_SAMPLES as MIN_SAMPLES } from '../endpoints/latency.js';
-import { type EndpointRoutesDeps, notFound } from './endpoints.js';
-import { HttpError } from './errors.js';
+import type { EndpointStore } from '../endpoints/store.js';
+import { type ApiEnv, callerOf } from './auth.js';
+import { HttpError, notFound } from './errors.js';
 
-export function healthRoutes(app: Hono, deps: EndpointRoutesDeps): void {
+/** GET /v1/endpoints/slow and /v1/endpoints/{id}/health, mounted by app.ts before the endpoint routes. */
+export function healthRoutes(deps: { sql: Sql; endpoints: EndpointStore }) {
+  const app = new Hono<ApiEnv>();
+
   app.get('/slow', async (c) => {
     const raw = c.req.query('p95_ms') ?? '2000';
     const threshold = Number(raw);
@@ -15,7 +21,15 @@ export function healthRoutes(app: Hono, deps: EndpointRoutesDeps): void {
     const slow = [...summaries]
       .filter(([, s]) => s.sampleCount >= MIN_SAMPLES && (s.p95Ms ?? 0) > threshold)
       .sort(([, a], [, b]) => (b.p95Ms ?? 0) - (a.p95Ms ?? 0));
-    const endpoints = new Map((await deps.endpoints.getMany(slow.map(([id]) => id))).map((e) => [e.id, e]));
+    // The scoped lookup drops other tenants' endpoints from the list.
+    const endpoints = new Map(
+      (
+        await deps.endpoints.getMany(
+          callerOf(c),
+          slow.map(([id]) => id),
+        )
+      ).map((e) => [e.id, e]),
+    );
     return c.json({
       p95_ms: threshold,
       min_samples: MIN_SAMPLES,
@@ -34,20 +48,9 @@ export function healthRoutes(app: Hono, deps: EndpointRoutesDeps): void {
 
   app.get('/:id/health', async (c) => {
     const id = c.req.param('id');
-    const endpoint = await deps.endpoints.get(id);
-    if (!endpoint) notFound(id);
-    const [health] = await deps.sql<
-      {
-        state: string;
-        consecutive_failures: number;
-        opened_at: Date | null;
-        cooldown_seconds: number | null;
-        last_success_at: Date | null;
-        last_failure_at: Date | null;
-        failing_since: Date | null;
-      }[]
-    >`SELECT state, consecutive_failures, opened_at, cooldown_seconds, last_success_at, last_failure_at, failing_since
-      FROM endpoint_health WHERE endpoint_id = ${id}`;
+    const endpoint = await deps.endpoints.get(callerOf(c), id);
+    if (!endpoint) notFound('endpoint', id);
+    const health = await readEndpointHealth(deps.sql, id);
     const latency = (await latencyWindow(deps.sql, [id])).get(id);
     return c.json({
       endpoint_id: id,
@@ -66,4 +69,6 @@ export function healthRoutes(app: Hono, deps: EndpointRoutesDeps): void {
       disabled_reason: endpoint.disabledReason,
     });
   });
+
+  return app;
 }

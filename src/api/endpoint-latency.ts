@@ -2,8 +2,10 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { latencySeries } from '../endpoints/latency-series.js';
+import { type ApiEnv, callerOf } from './auth.js';
 import { validate } from './body.js';
-import { type EndpointRoutesDeps, notFound } from './endpoints.js';
+import type { EndpointRoutesDeps } from './endpoints.js';
+import { notFound } from './errors.js';
 import { documentRoute } from './openapi/registry.js';
 import { latencySeriesSchema } from './openapi/responses.js';
 
@@ -40,13 +42,13 @@ documentRoute({
 });
 
 export function latencyRoutes(deps: Pick<EndpointRoutesDeps, 'sql' | 'endpoints'>) {
-  const app = new Hono();
+  const app = new Hono<ApiEnv>();
   app.get('/:id/latency', async (c) => {
     const id = c.req.param('id');
     const query = validate(latencyQuery, c.req.query());
     const hours = query.hours ?? 24;
     const stepMinutes = query.step_minutes ?? Math.max(1, Math.ceil((hours * 60) / 96));
-    if (!(await deps.endpoints.get(id))) notFound(id);
+    if (!(await deps.endpoints.get(callerOf(c), id))) notFound('endpoint', id);
     const points = await latencySeries(deps.sql, id, hours, stepMinutes);
     return c.json({
       endpoint_id: id,

@@ -5,10 +5,14 @@ import type { Sql } from '../db/connect.js';
 import { HeadersPatchError, isMaskedHeaderValue } from '../endpoints/headers.js';
 import type { Endpoint, EndpointStore, SigningMaterial } from '../endpoints/store.js';
 import { urlProblem } from '../endpoints/targets.js';
+import { actorOf, recordAudit } from '../tenants/audit.js';
+import { DEFAULT_TENANT, narrowScope, TENANT_ID } from '../tenants/scope.js';
+import { ensureTenants } from '../tenants/tenants.js';
+import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
-import { healthRoutes } from './endpoint-health.js';
-import { HttpError } from './errors.js';
+import { HttpError, notFound } from './errors.js';
 import { pageCursor, pageLimit } from './pagination.js';
+import { tenantForWrite } from './tenant-arg.js';
 import {
   checkHeaderNames as checkHeaderNameList,
   headerValueSchema,
@@ -53,7 +57,16 @@ const headersPatchSchema = z
 const fields = {
   url: z.string().max(2048),
   description: z.string().max(1024),
-  event_types: z.array(z.string().min(1).max(256)).max(256),
+  // An entry is an event type, or a prefix ending in `.*` (`order.*` matches `order.created`).
+  event_types: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .max(256)
+        .regex(/^[^*]*[^*.](\.\*)?$/, 'must be an event type or a prefix ending in .* (like order.*)'),
+    )
+    .max(256),
   rate_limit_per_second: z.number().positive().max(100_000).nullable(),
   max_in_flight: z.number().int().positive().max(10_000).nullable(),
   headers: headersSchema,
@@ -61,6 +74,7 @@ const fields = {
 };
 
 export const createSchema = z.strictObject({
+  tenant_id: z.string().regex(TENANT_ID, 'must be 1-128 of A-Za-z0-9._:-').optional(),
   url: fields.url,
   description: fields.description.optional(),
   event_types: fields.event_types.optional(),
@@ -71,9 +85,10 @@ export const createSchema = z.strictObject({
   signature_scheme: z.enum(['v1', 'v1a']).optional(),
 });
 
-// The signature scheme is fixed at creation (a partner's verifier is built for one).
+// The signature scheme is fixed at creation (a partner's verifier is built for one), and so is
+// the tenant.
 export const patchSchema = createSchema
-  .omit({ signature_scheme: true })
+  .omit({ signature_scheme: true, tenant_id: true })
   .partial()
   .extend({ enabled: z.boolean().optional(), headers: headersPatchSchema.optional() });
 
@@ -81,6 +96,7 @@ export const patchSchema = createSchema
 export function endpointJson(e: Endpoint) {
   return {
     id: e.id,
+    tenant_id: e.tenantId,
     url: e.url,
     description: e.description,
     event_types: e.eventTypes,
@@ -121,10 +137,6 @@ function signingJson(signing: SigningMaterial) {
   return 'secret' in signing ? { secret: signing.secret } : { public_key: signing.publicKey };
 }
 
-export function notFound(id: string): never {
-  throw new HttpError(404, 'endpoint_not_found', `endpoint ${id} not found`);
-}
-
 export interface EndpointRoutesDeps {
   sql: Sql;
   endpoints: EndpointStore;
@@ -132,14 +144,23 @@ export interface EndpointRoutesDeps {
   secretGraceSeconds: number;
 }
 
+/** Which fields a PATCH changed, for the audit log (names only: header values may be credentials). */
+function changedFields(body: Record<string, unknown>): string[] {
+  return Object.keys(body).filter((k) => body[k] !== undefined);
+}
+
 export function endpointRoutes(deps: EndpointRoutesDeps) {
-  const app = new Hono();
+  const app = new Hono<ApiEnv>();
 
   app.post('/', async (c) => {
     const body = validate(createSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
     checkUrl(body.url, deps.allowPrivateTargets);
+    const caller = callerOf(c);
+    const tenantId = tenantForWrite(caller, body.tenant_id) ?? DEFAULT_TENANT;
+    await ensureTenants(deps.sql, [tenantId]);
     const { endpoint, signing } = await withHeaderProblems(() =>
       deps.endpoints.create({
+        tenantId,
         url: body.url,
         description: body.description,
         eventTypes: body.event_types,
@@ -150,12 +171,21 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
         signatureScheme: body.signature_scheme,
       }),
     );
+    await recordAudit(deps.sql, actorOf(caller), {
+      action: 'endpoint.created',
+      resourceType: 'endpoint',
+      resourceId: endpoint.id,
+      tenantId,
+      details: { url_host: new URL(endpoint.url).host },
+    });
     return c.json({ ...endpointJson(endpoint), ...signingJson(signing) }, 201);
   });
 
   app.get('/', async (c) => {
     const limit = pageLimit(c.req.query('limit'));
-    const rows = await deps.endpoints.list(limit + 1, pageCursor(c.req.query('cursor'), 'ep_'));
+    const scope = narrowScope(callerOf(c), c.req.query('tenant_id'));
+    if (!scope) return c.json({ data: [], next_cursor: null });
+    const rows = await deps.endpoints.list(scope, limit + 1, pageCursor(c.req.query('cursor'), 'ep_'));
     const page = rows.slice(0, limit);
     return c.json({
       data: page.map(endpointJson),
@@ -163,19 +193,17 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
     });
   });
 
-  // Registered before '/:id' so that "slow" is not taken for an id.
-  healthRoutes(app, deps);
-
   app.get('/:id', async (c) => {
-    const endpoint = await deps.endpoints.get(c.req.param('id'));
-    return endpoint ? c.json(endpointJson(endpoint)) : notFound(c.req.param('id'));
+    const endpoint = await deps.endpoints.get(callerOf(c), c.req.param('id'));
+    return endpoint ? c.json(endpointJson(endpoint)) : notFound('endpoint', c.req.param('id'));
   });
 
   app.patch('/:id', async (c) => {
     const body = validate(patchSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
     checkUrl(body.url, deps.allowPrivateTargets);
+    const caller = callerOf(c);
     const endpoint = await withHeaderProblems(() =>
-      deps.endpoints.update(c.req.param('id'), {
+      deps.endpoints.update(caller, c.req.param('id'), {
         url: body.url,
         description: body.description,
         eventTypes: body.event_types,
@@ -186,17 +214,44 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
         enabled: body.enabled,
       }),
     );
-    return endpoint ? c.json(endpointJson(endpoint)) : notFound(c.req.param('id'));
+    if (!endpoint) notFound('endpoint', c.req.param('id'));
+    await recordAudit(deps.sql, actorOf(caller), {
+      action: 'endpoint.updated',
+      resourceType: 'endpoint',
+      resourceId: endpoint.id,
+      tenantId: endpoint.tenantId,
+      details: { fields: changedFields(body) },
+    });
+    return c.json(endpointJson(endpoint));
   });
 
   app.delete('/:id', async (c) => {
-    const deleted = await deps.endpoints.delete(c.req.param('id'));
-    return deleted ? c.body(null, 204) : notFound(c.req.param('id'));
+    const caller = callerOf(c);
+    const id = c.req.param('id');
+    const endpoint = await deps.endpoints.get(caller, id);
+    if (!endpoint || !(await deps.endpoints.delete(caller, id))) notFound('endpoint', id);
+    await recordAudit(deps.sql, actorOf(caller), {
+      action: 'endpoint.deleted',
+      resourceType: 'endpoint',
+      resourceId: id,
+      tenantId: endpoint.tenantId,
+    });
+    return c.body(null, 204);
   });
 
   app.post('/:id/rotate-secret', async (c) => {
-    const signing = await deps.endpoints.rotateSecret(c.req.param('id'), deps.secretGraceSeconds);
-    if (!signing) notFound(c.req.param('id'));
+    const caller = callerOf(c);
+    const id = c.req.param('id');
+    const endpoint = await deps.endpoints.get(caller, id);
+    const signing = endpoint && (await deps.endpoints.rotateSecret(caller, id, deps.secretGraceSeconds));
+    if (!endpoint || !signing) notFound('endpoint', id);
+    await recordAudit(deps.sql, actorOf(caller), {
+      action: 'endpoint.secret_rotated',
+      resourceType: 'endpoint',
+      resourceId: id,
+      tenantId: endpoint.tenantId,
+      details: { previous_secret_expires_in_seconds: deps.secretGraceSeconds },
+    });
     return c.json({
       id: c.req.param('id'),
       ...signingJson(signing),

@@ -71,3 +71,15 @@ export function createErrorHandler(log: Logger) {
 export function notFoundHandler(c: Context) {
   return c.json(errorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404);
 }
+
+/**
+ * 404 for an id the caller cannot see: unknown, deleted, or another tenant's. The three are
+ * indistinguishable on purpose (a tenant-bound key must not learn that another tenant's id exists).
+ */
+export function notFound(
+  kind: 'endpoint' | 'delivery' | 'replay' | 'tenant' | 'api_key' | 'event_type',
+  id: string,
+): never {
+  const noun = kind.replace('_', ' ');
+  throw new HttpError(404, `${kind}_not_found`, `${noun} ${id} not found`);
+}

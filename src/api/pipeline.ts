@@ -2,15 +2,23 @@
 import { Hono } from 'hono';
 import type { Sql } from '../db/connect.js';
 import { readQueueSnapshot, readRecentActivity } from '../deliveries/stats.js';
+import { narrowScope } from '../tenants/scope.js';
+import { type ApiEnv, callerOf } from './auth.js';
 
 /**
  * Always read fresh (unlike the cached metric gauges): an operator asking once wants the
  * numbers as of now, and both queries are sized by the backlog and the last hour.
  */
 export function pipelineRoutes(sql: Sql) {
-  const app = new Hono();
+  const app = new Hono<ApiEnv>();
   app.get('/', async (c) => {
-    const [queue, recent] = await Promise.all([readQueueSnapshot(sql), readRecentActivity(sql)]);
+    // A tenant's pipeline (its key's, or ?tenant_id= for an unbound key); another tenant's
+    // name reads as a tenant with nothing in it.
+    const scope = narrowScope(callerOf(c), c.req.query('tenant_id')) ?? { tenantId: '' };
+    const [queue, recent] = await Promise.all([
+      readQueueSnapshot(sql, scope),
+      readRecentActivity(sql, scope),
+    ]);
     return c.json({
       pending: queue.pending,
       awaiting_retry: queue.awaitingRetry,

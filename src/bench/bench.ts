@@ -127,7 +127,7 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
     const endpointIds: string[] = [];
     const keys: Buffer[] = [];
     for (let i = 0; i < opts.endpoints; i++) {
-      const ep = (await call(h, 'POST', '/v1/endpoints', { url: receiver.url(i) })) as {
+      const ep = (await call(h, 'POST', '/v1/endpoints', { tenant_id: 'bench', url: receiver.url(i) })) as {
         id: string;
         secret: string;
       };
@@ -141,10 +141,17 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
         `concurrency ${config.dispatchConcurrency}${opts.rate ? `, offered ${fmt(opts.rate)}/s for ${opts.durationSeconds} s` : ''}`,
     );
     if (!opts.drain) await h.startDispatcher();
+    // Enqueue as a producer would: a key with deliveries:write bound to the tenant, so key
+    // lookup and tenant scoping are part of what is measured.
+    const producer = (await call(h, 'POST', '/v1/api-keys', {
+      name: 'bench producer',
+      scopes: ['deliveries:write'],
+      tenant_id: 'bench',
+    })) as { key: string };
     // The timed phase: first enqueue → last receipt. With --drain the dispatcher's own start-up
     // (loading node and its modules) is left out: its baseline is taken once it is ready.
     const meter = startCostMeter(allParts(h, receiver));
-    const enq = await enqueueAll(h, endpointIds, opts, total);
+    const enq = await enqueueAll({ api: h.api, token: producer.key }, endpointIds, opts, total);
     let drain: { started: number; rss: RssSampler } | undefined;
     if (opts.drain) {
       const started = now();

@@ -5,6 +5,7 @@ import {
   type EndpointDeadLetters,
   MAX_ANALYSIS_HOURS,
 } from '../deliveries/dead-letter-analysis.js';
+import { ALL_TENANTS } from '../tenants/scope.js';
 import { withDatabase } from './database.js';
 import { UsageError } from './usage-error.js';
 
@@ -75,7 +76,8 @@ export async function runDeadLetters(config: Config, args: DeadLettersArgs): Pro
   if (args.endpoint !== undefined && args.endpoint.trim() === '')
     throw new UsageError('--endpoint must not be empty');
   const endpoints = await withDatabase(config, (sql) =>
-    analyzeDeadLetters(sql, {
+    // The CLI talks to the database as its operator: every tenant.
+    analyzeDeadLetters(sql, ALL_TENANTS, {
       hours,
       endpointId: args.endpoint,
       limit: MAX_ROWS,

@@ -6,7 +6,9 @@
 import os from 'node:os';
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
-import { MAX_REPLAY_LIMIT, planReplay, type ReplayFilter, runReplay } from '../deliveries/bulk-replay.js';
+import { MAX_REPLAY_LIMIT, type ReplayFilter, runReplay, startReplay } from '../deliveries/bulk-replay.js';
+import { ReplayError } from '../deliveries/replay.js';
+import type { Actor } from '../tenants/audit.js';
 import { withDatabase } from './database.js';
 import { createProgress } from './progress.js';
 import { parseTimeArg } from './time-arg.js';
@@ -45,6 +47,8 @@ export function replayFilterFromArgs(args: ReplayArgs, now: Date): ReplayFilter 
     throw new UsageError('--error-class must not be empty');
   }
   return {
+    // The operator's command reaches every tenant; the endpoint id names one.
+    tenantId: null,
     endpointId: args.endpoint,
     since,
     until,
@@ -55,35 +59,19 @@ export function replayFilterFromArgs(args: ReplayArgs, now: Date): ReplayFilter 
 }
 
 /** The audit's actor: who ran the command, as far as this machine can tell. */
-function cliActor(): string {
+function cliActor(): Actor {
+  let name = 'cli';
   try {
-    return `cli:${os.userInfo().username}`;
-  } catch {
-    return 'cli';
-  }
-}
-
-/** Failures the operator can act on: printed as one line, exit 1. */
-class ReplayRefused extends Error {}
-
-async function endpointState(sql: Sql, id: string): Promise<'enabled' | 'disabled'> {
-  const [row] = await sql<{ enabled: boolean }[]>`
-    SELECT enabled FROM endpoints WHERE id = ${id} AND deleted_at IS NULL`;
-  if (!row) throw new ReplayRefused(`endpoint ${id} not found`);
-  return row.enabled ? 'enabled' : 'disabled';
+    name = `cli:${os.userInfo().username}`;
+  } catch {}
+  return { keyId: name, keyName: name };
 }
 
 const out = (text: string) => process.stdout.write(`${text}\n`);
 
 async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: boolean): Promise<number> {
   const id = filter.endpointId!;
-  if ((await endpointState(sql, id)) === 'disabled' && !dryRun) {
-    throw new ReplayRefused(
-      `endpoint ${id} is disabled: its deliveries cannot be sent; enable it ` +
-        '(PATCH /v1/endpoints/{id} {"enabled": true}) and run this again',
-    );
-  }
-  const plan = await planReplay(sql, filter, { actor: cliActor(), dryRun });
+  const plan = await startReplay(sql, filter, { actor: cliActor(), dryRun, refuseDisabledEndpoint: true });
   if (dryRun) {
     out(
       `dry run: ${plan.matched} dead letters match; ${plan.matched - plan.unavailable} would be replayed, ` +
@@ -138,7 +126,8 @@ export async function runReplayCommand(config: Config, args: ReplayArgs): Promis
   try {
     return await withDatabase(config, (sql) => replay(sql, config, filter, args['dry-run'] === true));
   } catch (error) {
-    if (!(error instanceof ReplayRefused)) throw error;
+    // Refusals the operator can act on (unknown or disabled endpoint): one line, exit 1.
+    if (!(error instanceof ReplayError)) throw error;
     process.stderr.write(`hookpost: ${error.message}\n`);
     return 1;
   }

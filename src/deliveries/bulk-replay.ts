@@ -11,13 +11,17 @@
  * The API and `hookpost replay` both use them.
  */
 import type { Sql } from '../db/connect.js';
-import { insertAudit, notifyOnCommit, requeueLocked } from './replay.js';
+import type { Actor } from '../tenants/audit.js';
+import { type Queryable, tenantIs } from '../tenants/scope.js';
+import { insertAudit, notifyOnCommit, ReplayError, requeueLocked } from './replay.js';
 
 /** The largest `limit` accepted (without a limit a replay takes every match). */
 export const MAX_REPLAY_LIMIT = 1_000_000;
 
 /** Which dead letters to replay; times are ISO 8601 and bound `dead_at` (when they died). */
 export interface ReplayFilter {
+  /** The tenant the replay is confined to (the caller's scope, narrowed by the request); null: all. */
+  tenantId: string | null;
   endpointId?: string | undefined;
   since?: string | undefined;
   until?: string | undefined;
@@ -57,10 +61,11 @@ export interface ReplayOutcome extends ReplayProgress {
   state: 'finished' | 'interrupted';
 }
 
-/** The matched set: dead letters by the filter that had died by `asOf`. */
-function matches(sql: Sql, filter: ReplayFilter, asOf: string) {
+/** The matched set: dead letters by the filter that had died by `asOf`, within the tenant scope. */
+function matches(sql: Queryable, filter: ReplayFilter, asOf: string) {
   return sql`
     d.status = 'dead_letter' AND d.dead_at <= ${asOf}::text::timestamptz
+    AND ${tenantIs(sql, filter, 'e.tenant_id')}
     ${filter.since === undefined ? sql`` : sql`AND d.dead_at >= ${filter.since}::text::timestamptz`}
     ${filter.until === undefined ? sql`` : sql`AND d.dead_at <= ${filter.until}::text::timestamptz`}
     ${filter.endpointId === undefined ? sql`` : sql`AND d.endpoint_id = ${filter.endpointId}`}
@@ -71,6 +76,7 @@ function matches(sql: Sql, filter: ReplayFilter, asOf: string) {
 /** The filter as it is stored in the audit row (the API's field names). */
 function auditFilter(filter: ReplayFilter, asOf: string): Record<string, unknown> {
   const stored: Record<string, unknown> = {
+    tenant_id: filter.tenantId ?? undefined,
     endpoint_id: filter.endpointId,
     since: filter.since,
     until: filter.until,
@@ -100,7 +106,7 @@ interface PlanRow {
 export async function planReplay(
   sql: Sql,
   filter: ReplayFilter,
-  options: { actor: string; dryRun: boolean },
+  options: { actor: Actor; dryRun: boolean },
 ): Promise<ReplayPlan> {
   const [clock] = await sql<{ as_of: string }[]>`SELECT to_json(now()) #>> '{}' AS as_of`;
   const asOf = clock!.as_of;
@@ -122,6 +128,7 @@ export async function planReplay(
   const finishedNow = options.dryRun || matched === 0;
   const auditId = await insertAudit(sql, {
     actor: options.actor,
+    tenantId: filter.tenantId,
     filter: auditFilter(filter, asOf),
     dryRun: options.dryRun,
     matched,
@@ -178,8 +185,7 @@ export async function runReplay(sql: Sql, plan: ReplayPlan, filter: ReplayFilter
   try {
     for (;;) {
       if (pace.signal?.aborted) break;
-      const batch = await sql.begin(async (transaction) => {
-        const tx = transaction as unknown as Sql;
+      const batch = await sql.begin(async (tx) => {
         const rows = await tx<CandidateRow[]>`
           SELECT d.id, to_json(d.dead_at) #>> '{}' AS dead_at, e.enabled AND e.deleted_at IS NULL AS available
           FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
@@ -223,4 +229,32 @@ async function finishAudit(sql: Sql, auditId: string, state: string, skipped?: n
     UPDATE replay_audit SET state = ${state}, finished_at = now(), updated_at = now(),
       skipped = ${skipped === undefined ? sql`skipped` : sql`${skipped}`}
     WHERE id = ${auditId}`;
+}
+
+/**
+ * The start of every bulk replay, from the API or `hookpost replay`: checks the named endpoint
+ * in the caller's scope (unknown and other tenants' ids are `endpoint_not_found`), refuses a
+ * disabled one when asked to (the CLI, which would otherwise wait on deliveries that cannot be
+ * sent), then plans the replay and writes its audit rows. Working through the plan is
+ * runReplay()'s job, paced as the caller chooses.
+ */
+export async function startReplay(
+  sql: Sql,
+  filter: ReplayFilter,
+  options: { actor: Actor; dryRun: boolean; refuseDisabledEndpoint?: boolean },
+): Promise<ReplayPlan> {
+  if (filter.endpointId !== undefined) {
+    const [endpoint] = await sql<{ enabled: boolean }[]>`
+      SELECT e.enabled FROM endpoints e
+      WHERE e.id = ${filter.endpointId} AND e.deleted_at IS NULL AND ${tenantIs(sql, filter, 'e.tenant_id')}`;
+    if (!endpoint) throw new ReplayError('endpoint_not_found', `endpoint ${filter.endpointId} not found`);
+    if (!endpoint.enabled && options.refuseDisabledEndpoint && !options.dryRun) {
+      throw new ReplayError(
+        'endpoint_unavailable',
+        `endpoint ${filter.endpointId} is disabled: its deliveries cannot be sent; enable it ` +
+          '(PATCH /v1/endpoints/{id} {"enabled": true}) and run this again',
+      );
+    }
+  }
+  return planReplay(sql, filter, options);
 }

@@ -4,6 +4,7 @@
  * statement; the API and `hookpost dead-letters` both call analyzeDeadLetters().
  */
 import type { Sql } from '../db/connect.js';
+import { type TenantScope, tenantIs } from '../tenants/scope.js';
 import {
   classifyDeadLetters,
   DEFAULT_PATTERN_THRESHOLDS,
@@ -50,7 +51,11 @@ interface AggregateRow extends Omit<EndpointDeadLetters, 'pattern' | 'advice'> {
  * endpoint died within the cluster window before it (a sliding window, so a burst that straddles
  * an hour boundary is not cut in two); the outer aggregate keeps the largest such count.
  */
-export async function analyzeDeadLetters(sql: Sql, options: AnalysisOptions): Promise<EndpointDeadLetters[]> {
+export async function analyzeDeadLetters(
+  sql: Sql,
+  scope: TenantScope,
+  options: AnalysisOptions,
+): Promise<EndpointDeadLetters[]> {
   const thresholds = options.thresholds ?? DEFAULT_PATTERN_THRESHOLDS;
   const rows = await sql<AggregateRow[]>`
     WITH dead AS (
@@ -62,6 +67,7 @@ export async function analyzeDeadLetters(sql: Sql, options: AnalysisOptions): Pr
       FROM deliveries d
       WHERE d.dead_at >= now() - make_interval(secs => ${options.hours * 3600})
         AND d.status = 'dead_letter'
+        ${scope.tenantId === null ? sql`` : sql`AND d.endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`}
         ${options.endpointId === undefined ? sql`` : sql`AND d.endpoint_id = ${options.endpointId}`}
     ),
     by_class AS (

@@ -5,8 +5,14 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
+import { DEFAULT_TENANT, type Queryable, type TenantScope, tenantIs } from '../tenants/scope.js';
 
 export interface EnqueueItem {
+  /**
+   * The tenant the request named, or the key's own; null when neither did (then the explicit
+   * endpoint's tenant, or `default` for a fan-out).
+   */
+  tenantId: string | null;
   endpointId: string | null;
   eventType: string;
   eventId: string | null;
@@ -78,49 +84,70 @@ interface ExistingRow {
   deliveries: { id: string; endpoint_id: string; status: string }[];
 }
 
+/** Who enqueues: the key (recorded as the message's producer) and its tenant scope. */
+export interface Producer extends TenantScope {
+  keyId: string;
+}
+
 /**
  * Writes all items atomically: either every item is queued (or recognised as a duplicate) or
  * nothing is written. Resolves only after COMMIT, so a 2xx means the rows are on disk.
  */
-export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]): Promise<EnqueueResult[]> {
-  await assertEndpointsExist(sql, items);
+export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]): Promise<EnqueueResult[]> {
   const ids = items.map(() => newId('msg_'));
   const hashes = items.map(requestHash);
   const packed = packPayloads(items.map((i) => i.payload));
+  // Tenants the request named, created on first use (a live one costs an index probe).
+  const named = [...new Set(items.map((i) => i.tenantId).filter((t): t is string => t !== null))];
   return sql.begin(async (tx) => {
+    const tenants = await lockExplicitEndpoints(tx, producer, items);
     // One statement for the whole batch: messages, then their deliveries (one per target
-    // endpoint, fan-out by event type when endpoint_id is absent). ON CONFLICT DO NOTHING
+    // endpoint, fan-out by subscription when endpoint_id is absent). ON CONFLICT DO NOTHING
     // skips duplicates of an earlier request; a racing twin waits on the unique index.
     const created = await tx<CreatedRow[]>`
       WITH input AS (
         SELECT t.*, substring(${packed.bytes}::bytea FROM t.payload_offset + 1 FOR t.payload_length) AS payload
         FROM unnest(
-          ${ids}::text[], ${items.map((i) => i.eventType)}::text[], ${items.map((i) => i.eventId)}::text[],
+          ${ids}::text[], ${tenants}::text[], ${items.map((i) => i.eventType)}::text[],
+          ${items.map((i) => i.eventId)}::text[],
           ${items.map((i) => i.idempotencyKey)}::text[], ${items.map((i) => i.orderingKey)}::text[],
           ${items.map((i) => i.endpointId)}::text[], ${tx.array(hashes, BYTEA)}::bytea[],
           ${packed.offsets}::int[], ${packed.lengths}::int[]
-        ) AS t(id, event_type, event_id, idempotency_key, ordering_key, endpoint_id, request_hash,
+        ) AS t(id, tenant_id, event_type, event_id, idempotency_key, ordering_key, endpoint_id, request_hash,
                payload_offset, payload_length)
       ),
+      -- Named tenants are created, or brought back when deleted. Never ON CONFLICT DO UPDATE:
+      -- that locks the existing row even when its WHERE is false, and would serialise every
+      -- concurrent enqueue of one tenant on its row; DO NOTHING and a matching-only UPDATE lock
+      -- nothing for a live tenant.
+      revived_tenants AS (
+        UPDATE tenants SET deleted_at = NULL, updated_at = now(), created_at = now()
+        WHERE id = ANY(${named}::text[]) AND deleted_at IS NOT NULL
+      ),
+      new_tenants AS (
+        INSERT INTO tenants (id) SELECT unnest(${named}::text[]) ON CONFLICT (id) DO NOTHING
+      ),
       inserted AS (
-        INSERT INTO messages (id, producer, event_type, event_id, idempotency_key, ordering_key, endpoint_id,
-                              request_hash, payload)
-        SELECT id, ${producer}, event_type, event_id, idempotency_key, ordering_key, endpoint_id, request_hash, payload
+        INSERT INTO messages (id, tenant_id, producer, event_type, event_id, idempotency_key, ordering_key,
+                              endpoint_id, request_hash, payload)
+        SELECT id, tenant_id, ${producer.keyId}, event_type, event_id, idempotency_key, ordering_key, endpoint_id,
+               request_hash, payload
         FROM input
         ON CONFLICT DO NOTHING
-        RETURNING id, event_type, endpoint_id
+        RETURNING id, tenant_id, event_type, endpoint_id
       ),
       targets AS (
         SELECT hookpost_id('dlv_') AS id, t.* FROM (
+          -- Explicit endpoints were checked and share-locked above: a racing delete waits for
+          -- this commit, then cancels what it finds queued (nothing is left stuck).
           SELECT i.id AS message_id, e.id AS endpoint_id, e.enabled FROM inserted i JOIN endpoints e
-            ON e.id = i.endpoint_id
+            ON e.id = i.endpoint_id AND e.deleted_at IS NULL
           UNION ALL
+          -- Fan-out: one GIN lookup of the tenant's subscription keys (sql/0005_tenants.sql); the
+          -- tenant comparison repeats what the keys already guarantee.
           SELECT i.id, e.id, true FROM inserted i JOIN endpoints e
-            ON e.deleted_at IS NULL AND e.enabled AND e.event_types @> ARRAY[i.event_type]
-          WHERE i.endpoint_id IS NULL
-          UNION ALL
-          SELECT i.id, e.id, true FROM inserted i JOIN endpoints e
-            ON e.deleted_at IS NULL AND e.enabled AND e.event_types = '{}'
+            ON hookpost_subscription_keys(e.tenant_id, e.event_types) && hookpost_event_match_keys(i.tenant_id, i.event_type)
+            AND e.deleted_at IS NULL AND e.enabled AND e.tenant_id = i.tenant_id
           WHERE i.endpoint_id IS NULL
         ) t
       ),
@@ -150,9 +177,7 @@ export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]):
     }
     const skipped = items.map((_, index) => index).filter((index) => !results.has(ids[index]!));
     const duplicates =
-      skipped.length > 0
-        ? await resolveDuplicates(tx as unknown as Sql, producer, items, hashes, skipped, ids)
-        : new Map();
+      skipped.length > 0 ? await resolveDuplicates(tx, tenants, items, hashes, skipped, ids) : new Map();
     return ids.map((id, index) => results.get(id) ?? duplicates.get(index)!);
   });
 }
@@ -163,36 +188,40 @@ export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]):
  * throws so the whole transaction rolls back.
  */
 async function resolveDuplicates(
-  tx: Sql,
-  producer: string,
+  tx: Queryable,
+  tenants: string[],
   items: EnqueueItem[],
   hashes: Buffer[],
   skipped: number[],
   ids: string[],
 ): Promise<Map<number, EnqueueResult>> {
-  const keys = skipped.map((i) => items[i]!.idempotencyKey).filter((k): k is string => k !== null);
-  const eventIds = skipped.map((i) => items[i]!.eventId).filter((k): k is string => k !== null);
-  const rows = await tx<ExistingRow[]>`
-    SELECT m.id, m.idempotency_key, m.event_id, m.request_hash,
+  // Keys are unique per tenant: look each skipped item up under its own tenant.
+  const rows = await tx<(ExistingRow & { tenant_id: string })[]>`
+    SELECT m.id, m.tenant_id, m.idempotency_key, m.event_id, m.request_hash,
       coalesce((SELECT json_agg(json_build_object('id', d.id, 'endpoint_id', d.endpoint_id, 'status', d.status) ORDER BY d.id)
                 FROM deliveries d WHERE d.message_id = m.id), '[]') AS deliveries
     FROM messages m
-    WHERE m.producer = ${producer}
-      AND (m.idempotency_key = ANY(${keys}::text[]) OR m.event_id = ANY(${eventIds}::text[]))`;
-  const byKey = new Map(rows.filter((r) => r.idempotency_key).map((r) => [r.idempotency_key!, r]));
-  const byEventId = new Map(rows.filter((r) => r.event_id).map((r) => [r.event_id!, r]));
+    JOIN unnest(${skipped.map((i) => tenants[i]!)}::text[], ${skipped.map((i) => items[i]!.idempotencyKey)}::text[],
+                ${skipped.map((i) => items[i]!.eventId)}::text[]) AS k(tenant_id, idempotency_key, event_id)
+      ON m.tenant_id = k.tenant_id AND (m.idempotency_key = k.idempotency_key OR m.event_id = k.event_id)`;
+  const byKey = new Map(
+    rows.filter((r) => r.idempotency_key).map((r) => [`${r.tenant_id}/${r.idempotency_key}`, r]),
+  );
+  const byEventId = new Map(rows.filter((r) => r.event_id).map((r) => [`${r.tenant_id}/${r.event_id}`, r]));
   const found = new Map<number, EnqueueResult>();
   for (const index of skipped) {
     const item = items[index]!;
+    const tenant = tenants[index]!;
     const existing =
-      (item.idempotencyKey ? byKey.get(item.idempotencyKey) : undefined) ??
-      (item.eventId ? byEventId.get(item.eventId) : undefined);
+      (item.idempotencyKey ? byKey.get(`${tenant}/${item.idempotencyKey}`) : undefined) ??
+      (item.eventId ? byEventId.get(`${tenant}/${item.eventId}`) : undefined);
     if (!existing) {
       // Only possible if the message id itself collided (80 random bits): treat as a server fault.
       throw new Error(`message ${ids[index]} was neither inserted nor found`);
     }
     if (!existing.request_hash.equals(hashes[index]!)) {
-      const what = item.idempotencyKey && byKey.has(item.idempotencyKey) ? 'Idempotency-Key' : 'event_id';
+      const what =
+        item.idempotencyKey && byKey.has(`${tenant}/${item.idempotencyKey}`) ? 'Idempotency-Key' : 'event_id';
       throw new EnqueueError(
         'idempotency_conflict',
         index,
@@ -208,15 +237,34 @@ async function resolveDuplicates(
   return found;
 }
 
-/** An explicit endpoint_id must name an existing endpoint (disabled ones still queue and wait). */
-async function assertEndpointsExist(sql: Sql, items: EnqueueItem[]): Promise<void> {
+/**
+ * Checks the explicit endpoints inside the enqueue transaction and share-locks them: a concurrent
+ * delete (an UPDATE of the row) waits for this transaction, and one that committed first is seen
+ * here, so no delivery is ever queued for a deleted endpoint. An endpoint outside the caller's
+ * scope, or of another tenant than the item names, is not found, exactly like an unknown id.
+ * Returns each item's tenant: the one named, else the explicit endpoint's, else `default`.
+ */
+async function lockExplicitEndpoints(
+  tx: Queryable,
+  scope: TenantScope,
+  items: EnqueueItem[],
+): Promise<string[]> {
   const wanted = [...new Set(items.map((i) => i.endpointId).filter((id): id is string => id !== null))];
-  if (wanted.length === 0) return;
-  const rows = await sql<{ id: string }[]>`
-    SELECT id FROM endpoints WHERE id = ANY(${wanted}::text[]) AND deleted_at IS NULL`;
-  const present = new Set(rows.map((r) => r.id));
-  const index = items.findIndex((i) => i.endpointId !== null && !present.has(i.endpointId));
-  if (index >= 0) {
-    throw new EnqueueError('endpoint_not_found', index, `endpoint ${items[index]!.endpointId} not found`);
+  const owner = new Map<string, string>();
+  if (wanted.length > 0) {
+    const rows = await tx<{ id: string; tenant_id: string }[]>`
+      SELECT id, tenant_id FROM endpoints
+      WHERE id = ANY(${wanted}::text[]) AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')}
+      ORDER BY id
+      FOR SHARE`;
+    for (const row of rows) owner.set(row.id, row.tenant_id);
   }
+  return items.map((item, index) => {
+    if (item.endpointId === null) return item.tenantId ?? DEFAULT_TENANT;
+    const tenant = owner.get(item.endpointId);
+    if (tenant === undefined || (item.tenantId !== null && item.tenantId !== tenant)) {
+      throw new EnqueueError('endpoint_not_found', index, `endpoint ${item.endpointId} not found`);
+    }
+    return tenant;
+  });
 }

@@ -1,5 +1,6 @@
 /** Reading deliveries for the API: one with its attempts, or a keyset-paginated list. */
 import type { Sql } from '../db/connect.js';
+import { type TenantScope, tenantIs } from '../tenants/scope.js';
 
 export const DELIVERY_STATUSES = [
   'pending',
@@ -13,6 +14,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface DeliveryRow {
   id: string;
+  tenant_id: string;
   message_id: string;
   endpoint_id: string;
   event_type: string;
@@ -45,7 +47,7 @@ export interface AttemptRow {
  * `in_flight` is derived: the delivery's queue row holds a lease. next_attempt_at comes from the
  * queue row too (null once the delivery is settled; 'infinity' reads as null: parked).
  */
-const DELIVERY_COLUMNS = `d.id, d.message_id, d.endpoint_id, m.event_type, m.event_id,
+const DELIVERY_COLUMNS = `d.id, m.tenant_id, d.message_id, d.endpoint_id, m.event_type, m.event_id,
   CASE WHEN q.lease_expires_at IS NOT NULL THEN 'in_flight' ELSE d.status END AS status,
   coalesce(q.attempt_count, d.attempt_count) AS attempt_count,
   CASE WHEN q.next_attempt_at < 'infinity' AND q.lease_expires_at IS NULL THEN q.next_attempt_at END AS next_attempt_at,
@@ -58,13 +60,15 @@ const DELIVERY_COLUMNS = `d.id, d.message_id, d.endpoint_id, m.event_type, m.eve
  */
 export async function getDelivery(
   sql: Sql,
+  scope: TenantScope,
   id: string,
 ): Promise<{ delivery: DeliveryRow; payload: Buffer; attempts: AttemptRow[] } | undefined> {
+  // The message carries the tenant (the delivery's endpoint belongs to the same one).
   const [row] = await sql<(DeliveryRow & { payload: Buffer })[]>`
     SELECT ${sql.unsafe(DELIVERY_COLUMNS)}, m.payload
     FROM deliveries d JOIN messages m ON m.id = d.message_id
     LEFT JOIN delivery_queue q ON q.delivery_id = d.id
-    WHERE d.id = ${id}`;
+    WHERE d.id = ${id} AND ${tenantIs(sql, scope, 'm.tenant_id')}`;
   if (!row) return undefined;
   const attempts = await sql<AttemptRow[]>`
     SELECT attempt, started_at, duration_ms, status_code, outcome, error_class, error, response_snippet
@@ -76,6 +80,10 @@ export async function getDelivery(
 export interface ListFilter {
   status?: DeliveryStatus | undefined;
   endpointId?: string | undefined;
+  eventType?: string | undefined;
+  /** ISO 8601 bounds on when the delivery was created. */
+  since?: string | undefined;
+  until?: string | undefined;
   limit: number;
   /** The last id of the previous page; pages go newest first. */
   cursor?: string | undefined;
@@ -90,14 +98,25 @@ function statusFilter(sql: Sql, status: DeliveryStatus | undefined) {
   return sql`AND d.status = ${status}`;
 }
 
-/** Newest first by id (ids are time-ordered), so the cursor is simply the last id seen. */
-export async function listDeliveries(sql: Sql, filter: ListFilter): Promise<DeliveryRow[]> {
+/**
+ * Newest first by id (ids are time-ordered), so the cursor is simply the last id seen. A tenant
+ * scope filters on the message's tenant; with an endpoint filter as well, the endpoint index
+ * (endpoint_id, id) drives the scan and the tenant check is a filter on the joined message.
+ */
+export async function listDeliveries(
+  sql: Sql,
+  scope: TenantScope,
+  filter: ListFilter,
+): Promise<DeliveryRow[]> {
   return sql<DeliveryRow[]>`
     SELECT ${sql.unsafe(DELIVERY_COLUMNS)}
     FROM deliveries d JOIN messages m ON m.id = d.message_id
     LEFT JOIN delivery_queue q ON q.delivery_id = d.id
-    WHERE true
+    WHERE ${tenantIs(sql, scope, 'm.tenant_id')}
       ${statusFilter(sql, filter.status)}
+      ${filter.eventType ? sql`AND m.event_type = ${filter.eventType}` : sql``}
+      ${filter.since ? sql`AND d.created_at >= ${filter.since}::text::timestamptz` : sql``}
+      ${filter.until ? sql`AND d.created_at < ${filter.until}::text::timestamptz` : sql``}
       ${filter.endpointId ? sql`AND d.endpoint_id = ${filter.endpointId}` : sql``}
       ${filter.cursor ? sql`AND d.id < ${filter.cursor}` : sql``}
     ORDER BY d.id DESC

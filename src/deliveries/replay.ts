@@ -8,12 +8,14 @@
  */
 import type { Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
+import { type Actor, recordAudit } from '../tenants/audit.js';
+import { type Queryable, type TenantScope, tenantIs } from '../tenants/scope.js';
 import { WAKEUP_CHANNEL } from './wakeup.js';
 
 /** Why a delivery cannot be replayed; the API maps `kind` to 404 or 409. */
 export class ReplayError extends Error {
   constructor(
-    readonly kind: 'delivery_not_found' | 'not_replayable' | 'endpoint_unavailable',
+    readonly kind: 'delivery_not_found' | 'endpoint_not_found' | 'not_replayable' | 'endpoint_unavailable',
     message: string,
   ) {
     super(message);
@@ -25,6 +27,8 @@ export type ReplayState = 'running' | 'finished' | 'interrupted' | 'failed';
 export interface AuditRow {
   id: string;
   actor: string;
+  actor_key_id: string | null;
+  tenant_id: string | null;
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
@@ -37,7 +41,9 @@ export interface AuditRow {
 }
 
 export interface NewAudit {
-  actor: string;
+  actor: Actor;
+  /** The tenant the replay was confined to; null for an admin's replay across tenants. */
+  tenantId: string | null;
   filter: Record<string, unknown>;
   dryRun: boolean;
   matched: number;
@@ -46,21 +52,35 @@ export interface NewAudit {
   state: ReplayState;
 }
 
-/** Writes an audit row and returns its id (`rpl_…`). */
-export async function insertAudit(sql: Sql, audit: NewAudit): Promise<string> {
+/**
+ * Writes the replay's progress row and its entry in the audit log (which links to it by id), in
+ * the caller's transaction when given one; returns the id (`rpl_…`).
+ */
+export async function insertAudit(sql: Queryable, audit: NewAudit): Promise<string> {
   const id = newId('rpl_');
   await sql`
-    INSERT INTO replay_audit (id, actor, filter, dry_run, matched, replayed, skipped, state, finished_at)
-    VALUES (${id}, ${audit.actor}, ${sql.json(audit.filter as never)}, ${audit.dryRun}, ${audit.matched},
+    INSERT INTO replay_audit (id, actor, actor_key_id, tenant_id, filter, dry_run, matched, replayed, skipped,
+                              state, finished_at)
+    VALUES (${id}, ${audit.actor.keyName}, ${audit.actor.keyId}, ${audit.tenantId},
+            ${sql.json(audit.filter as never)}, ${audit.dryRun}, ${audit.matched},
             ${audit.replayed}, ${audit.skipped}, ${audit.state},
             ${audit.state === 'running' ? null : sql`now()`})`;
+  await recordAudit(sql, audit.actor, {
+    action: 'replay.started',
+    resourceType: 'replay',
+    resourceId: id,
+    tenantId: audit.tenantId,
+    details: { filter: audit.filter, dry_run: audit.dryRun, matched: audit.matched },
+  });
   return id;
 }
 
-export async function getAudit(sql: Sql, id: string): Promise<AuditRow | undefined> {
+/** A replay's progress; undefined when unknown or outside the scope. */
+export async function getAudit(sql: Sql, scope: TenantScope, id: string): Promise<AuditRow | undefined> {
   const [row] = await sql<AuditRow[]>`
-    SELECT id, actor, created_at, updated_at, finished_at, state, filter, dry_run, matched, replayed, skipped
-    FROM replay_audit WHERE id = ${id}`;
+    SELECT id, actor, actor_key_id, tenant_id, created_at, updated_at, finished_at, state, filter, dry_run,
+      matched, replayed, skipped
+    FROM replay_audit WHERE id = ${id} AND ${tenantIs(sql, scope, 'tenant_id')}`;
   return row;
 }
 
@@ -71,7 +91,7 @@ export async function getAudit(sql: Sql, id: string): Promise<AuditRow | undefin
  * One statement; returns the ids actually requeued.
  */
 export async function requeueLocked(
-  tx: Sql,
+  tx: Queryable,
   rows: { id: string; delayMs: number }[],
   auditId: string,
 ): Promise<string[]> {
@@ -106,11 +126,12 @@ export async function requeueLocked(
 }
 
 /** Wakes the dispatchers when the transaction commits (NOTIFY is delivered at commit, never on rollback). */
-export async function notifyOnCommit(tx: Sql): Promise<void> {
+export async function notifyOnCommit(tx: Queryable): Promise<void> {
   await tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`;
 }
 
 interface ReplayableRow {
+  tenant_id: string;
   status: string;
   leased: boolean;
   enabled: boolean;
@@ -123,15 +144,19 @@ interface ReplayableRow {
  * cancelled, or when its endpoint is disabled or deleted (it could not be sent; re-enable the
  * endpoint first). Returns the audit id.
  */
-export async function replayDelivery(sql: Sql, id: string, actor: string): Promise<string> {
-  return sql.begin(async (transaction) => {
-    // postgres.js types a transaction apart from a pool; the queries below work on either.
-    const tx = transaction as unknown as Sql;
+export async function replayDelivery(
+  sql: Sql,
+  scope: TenantScope,
+  id: string,
+  actor: Actor,
+): Promise<string> {
+  return sql.begin(async (tx) => {
     const [row] = await tx<ReplayableRow[]>`
-      SELECT d.status, q.lease_expires_at IS NOT NULL AS leased, e.enabled, e.deleted_at IS NOT NULL AS deleted
+      SELECT e.tenant_id, d.status, q.lease_expires_at IS NOT NULL AS leased, e.enabled,
+        e.deleted_at IS NOT NULL AS deleted
       FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
       LEFT JOIN delivery_queue q ON q.delivery_id = d.id
-      WHERE d.id = ${id}
+      WHERE d.id = ${id} AND ${tenantIs(tx, scope, 'e.tenant_id')}
       FOR UPDATE OF d`;
     if (!row) throw new ReplayError('delivery_not_found', `delivery ${id} not found`);
     const status = row.leased ? 'in_flight' : row.status;
@@ -149,6 +174,7 @@ export async function replayDelivery(sql: Sql, id: string, actor: string): Promi
     }
     const auditId = await insertAudit(tx, {
       actor,
+      tenantId: row.tenant_id,
       filter: { delivery_id: id },
       dryRun: false,
       matched: 1,

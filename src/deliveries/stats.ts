@@ -5,6 +5,7 @@
  */
 import type { Sql } from '../db/connect.js';
 import { MIN_PERCENTILE_SAMPLES } from '../endpoints/latency.js';
+import { ALL_TENANTS, type TenantScope, tenantIs } from '../tenants/scope.js';
 
 export type CircuitState = 'closed' | 'half_open' | 'open';
 
@@ -48,19 +49,25 @@ interface SnapshotRow {
  * - Endpoint rows: one per live endpoint, the p95 already summarised by the dispatchers'
  *   percentile refresh (src/endpoints/latency.ts).
  */
-export async function readQueueSnapshot(sql: Sql): Promise<QueueSnapshot> {
+export async function readQueueSnapshot(sql: Sql, scope: TenantScope = ALL_TENANTS): Promise<QueueSnapshot> {
+  // A tenant's share: its endpoints' queue rows (the metrics read everything, unscoped).
+  const inScope =
+    scope.tenantId === null
+      ? sql`true`
+      : sql`endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`;
   const [row] = await sql<SnapshotRow[]>`
     WITH queue AS (
       SELECT
         count(*) FILTER (WHERE NOT leased AND attempt_count = 0)::int AS pending,
         count(*) FILTER (WHERE NOT leased AND attempt_count > 0)::int AS awaiting_retry,
         count(*) FILTER (WHERE leased)::int AS in_flight
-      FROM (SELECT coalesce(lease_expires_at >= now(), false) AS leased, attempt_count FROM delivery_queue) q
+      FROM (SELECT coalesce(lease_expires_at >= now(), false) AS leased, attempt_count FROM delivery_queue
+            WHERE ${inScope}) q
     ),
     oldest AS (
       SELECT extract(epoch FROM now() - d.created_at)::float8 AS age FROM deliveries d
       WHERE d.id = (SELECT q.delivery_id FROM delivery_queue q
-                    WHERE q.endpoint_id NOT IN (SELECT id FROM endpoints WHERE NOT enabled)
+                    WHERE q.endpoint_id NOT IN (SELECT id FROM endpoints WHERE NOT enabled) AND ${inScope}
                     ORDER BY q.delivery_id LIMIT 1)
     ),
     live AS (
@@ -69,7 +76,7 @@ export async function readQueueSnapshot(sql: Sql): Promise<QueueSnapshot> {
           'p95_ms', CASE WHEN h.sample_count >= ${MIN_PERCENTILE_SAMPLES} THEN h.p95_ms END)
         ORDER BY h.endpoint_id), '[]') AS endpoints
       FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id
-      WHERE e.enabled AND e.deleted_at IS NULL
+      WHERE e.enabled AND e.deleted_at IS NULL AND ${tenantIs(sql, scope, 'e.tenant_id')}
     )
     SELECT queue.*, (SELECT age FROM oldest) AS oldest_age_seconds, live.endpoints FROM queue, live`;
   return {
@@ -97,16 +104,23 @@ export interface RecentActivity {
  * (sql/0003_attempts_started_at_brin.sql): only the last hour's pages, whatever the history.
  * Dead letters are an index-only count of the partial index on dead_at.
  */
-export async function readRecentActivity(sql: Sql): Promise<RecentActivity> {
+export async function readRecentActivity(
+  sql: Sql,
+  scope: TenantScope = ALL_TENANTS,
+): Promise<RecentActivity> {
+  const inScope =
+    scope.tenantId === null
+      ? sql`true`
+      : sql`endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`;
   const [row] = await sql<
     { dead_letter: number; delivered: number; failed: number; avg_ms: number | null }[]
   >`
     SELECT
-      (SELECT count(*)::int FROM deliveries WHERE dead_at IS NOT NULL) AS dead_letter,
+      (SELECT count(*)::int FROM deliveries WHERE dead_at IS NOT NULL AND ${inScope}) AS dead_letter,
       count(*) FILTER (WHERE outcome = 'success')::int AS delivered,
       count(*) FILTER (WHERE outcome <> 'success')::int AS failed,
       avg(duration_ms) FILTER (WHERE outcome = 'success')::float8 AS avg_ms
-    FROM delivery_attempts WHERE started_at >= now() - interval '1 hour'`;
+    FROM delivery_attempts WHERE started_at >= now() - interval '1 hour' AND ${inScope}`;
   return {
     deadLetter: row!.dead_letter,
     deliveredLastHour: row!.delivered,

@@ -1,6 +1,7 @@
 /** Endpoint rows: create, read, update, soft-delete and secret rotation. */
 import type { Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
+import { type TenantScope, tenantIs } from '../tenants/scope.js';
 import { applyHeadersPatch, type HeadersPatch, maskHeaders } from './headers.js';
 import { generateSecret, generateSigningKeyPair, type SecretBox } from './secrets.js';
 
@@ -11,6 +12,7 @@ export const MAX_ACTIVE_SECRETS = 3;
 
 export interface Endpoint {
   id: string;
+  tenantId: string;
   url: string;
   description: string;
   eventTypes: string[];
@@ -29,6 +31,8 @@ export interface Endpoint {
 }
 
 export interface EndpointInput {
+  /** The tenant it belongs to; the route has made sure it exists. */
+  tenantId: string;
   url: string;
   description?: string | undefined;
   eventTypes?: string[] | undefined;
@@ -40,7 +44,7 @@ export interface EndpointInput {
 }
 
 /** `headers` merges (RFC 7396): a name set to null is removed, `null` for all removes every one. */
-export type EndpointPatch = Partial<Omit<EndpointInput, 'headers' | 'signatureScheme'>> & {
+export type EndpointPatch = Partial<Omit<EndpointInput, 'headers' | 'signatureScheme' | 'tenantId'>> & {
   enabled?: boolean | undefined;
   headers?: HeadersPatch | undefined;
 };
@@ -50,6 +54,7 @@ export type SigningMaterial = { secret: string } | { publicKey: string };
 
 interface EndpointRow {
   id: string;
+  tenant_id: string;
   url: string;
   description: string;
   event_types: string[];
@@ -68,6 +73,7 @@ interface EndpointRow {
 function toEndpoint(row: EndpointRow, box: SecretBox): Endpoint {
   return {
     id: row.id,
+    tenantId: row.tenant_id,
     url: row.url,
     description: row.description,
     eventTypes: row.event_types,
@@ -86,7 +92,7 @@ function toEndpoint(row: EndpointRow, box: SecretBox): Endpoint {
 
 // The public key is read with the row: a scalar subquery on endpoint_secrets' primary key.
 const COLUMNS =
-  'id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, enabled, disabled_reason, created_at, updated_at, signature_scheme, ' +
+  'id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, enabled, disabled_reason, created_at, updated_at, signature_scheme, ' +
   '(SELECT s.public_key FROM endpoint_secrets s WHERE s.endpoint_id = endpoints.id AND (s.expires_at IS NULL OR s.expires_at > now()) ORDER BY s.created_at DESC LIMIT 1) AS public_key';
 
 /** A new signing secret (v1) or key pair (v1a): what is stored sealed, and what is shown once. */
@@ -120,8 +126,8 @@ export class EndpointStore {
     const headers = applyHeadersPatch(this.secrets, {}, input.headers ?? {});
     const row = await this.sql.begin(async (tx) => {
       const [created] = await tx<EndpointRow[]>`
-        INSERT INTO endpoints (id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, signature_scheme)
-        VALUES (${id}, ${input.url}, ${input.description ?? ''}, ${input.eventTypes ?? []},
+        INSERT INTO endpoints (id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, signature_scheme)
+        VALUES (${id}, ${input.tenantId}, ${input.url}, ${input.description ?? ''}, ${input.eventTypes ?? []},
                 ${input.rateLimitPerSecond ?? null}, ${input.maxInFlight ?? null},
                 ${tx.json(headers)}, ${tx.json((input.metadata ?? {}) as never)}, ${scheme})
         RETURNING ${tx.unsafe(COLUMNS)}`;
@@ -132,33 +138,37 @@ export class EndpointStore {
     return { endpoint: toEndpoint({ ...row, public_key: key.publicKey }, this.secrets), signing: key.shown };
   }
 
-  async get(id: string): Promise<Endpoint | undefined> {
+  /** Every read and change below takes the caller's scope: another tenant's id is not found. */
+  async get(scope: TenantScope, id: string): Promise<Endpoint | undefined> {
     const [row] = await this.sql<EndpointRow[]>`
-      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints WHERE id = ${id} AND deleted_at IS NULL`;
+      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints
+      WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(this.sql, scope, 'tenant_id')}`;
     return row && toEndpoint(row, this.secrets);
   }
 
-  async getMany(ids: string[]): Promise<Endpoint[]> {
+  async getMany(scope: TenantScope, ids: string[]): Promise<Endpoint[]> {
     if (ids.length === 0) return [];
     const rows = await this.sql<EndpointRow[]>`
-      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints WHERE id = ANY(${ids}::text[]) AND deleted_at IS NULL`;
+      SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints
+      WHERE id = ANY(${ids}::text[]) AND deleted_at IS NULL AND ${tenantIs(this.sql, scope, 'tenant_id')}`;
     return rows.map((row) => toEndpoint(row, this.secrets));
   }
 
   /** Keyset page in creation order. */
-  async list(limit: number, after?: string): Promise<Endpoint[]> {
+  async list(scope: TenantScope, limit: number, after?: string): Promise<Endpoint[]> {
     const rows = await this.sql<EndpointRow[]>`
       SELECT ${this.sql.unsafe(COLUMNS)} FROM endpoints
-      WHERE deleted_at IS NULL AND id > ${after ?? ''}
+      WHERE deleted_at IS NULL AND id > ${after ?? ''} AND ${tenantIs(this.sql, scope, 'tenant_id')}
       ORDER BY id LIMIT ${limit}`;
     return rows.map((row) => toEndpoint(row, this.secrets));
   }
 
   /** Applies the given fields only. Re-enabling clears the disabled reason and resets the breaker. */
-  async update(id: string, patch: EndpointPatch): Promise<Endpoint | undefined> {
+  async update(scope: TenantScope, id: string, patch: EndpointPatch): Promise<Endpoint | undefined> {
     return this.sql.begin(async (tx) => {
       const [current] = await tx<EndpointRow[]>`
-        SELECT ${tx.unsafe(COLUMNS)} FROM endpoints WHERE id = ${id} AND deleted_at IS NULL FOR UPDATE`;
+        SELECT ${tx.unsafe(COLUMNS)} FROM endpoints
+        WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} FOR UPDATE`;
       if (!current) return undefined;
       const set = {
         url: patch.url ?? current.url,
@@ -207,11 +217,11 @@ export class EndpointStore {
    * Soft delete: the endpoint disappears from the API and fan-out, its queued deliveries are
    * cancelled, and its delivery history stays readable.
    */
-  async delete(id: string): Promise<boolean> {
+  async delete(scope: TenantScope, id: string): Promise<boolean> {
     return this.sql.begin(async (tx) => {
       const rows = await tx`
         UPDATE endpoints SET deleted_at = now(), enabled = false, disabled_reason = 'deleted', updated_at = now()
-        WHERE id = ${id} AND deleted_at IS NULL RETURNING id`;
+        WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} RETURNING id`;
       if (rows.length === 0) return false;
       await tx`
         WITH dropped AS (
@@ -228,10 +238,15 @@ export class EndpointStore {
    * `graceSeconds`, then expire. Rotating again within the grace period keeps at most
    * MAX_ACTIVE_SECRETS active (the oldest expire now), so the signature header stays bounded.
    */
-  async rotateSecret(id: string, graceSeconds: number): Promise<SigningMaterial | undefined> {
+  async rotateSecret(
+    scope: TenantScope,
+    id: string,
+    graceSeconds: number,
+  ): Promise<SigningMaterial | undefined> {
     return this.sql.begin(async (tx) => {
       const [endpoint] = await tx<{ signature_scheme: SignatureScheme }[]>`
-        SELECT signature_scheme FROM endpoints WHERE id = ${id} AND deleted_at IS NULL FOR UPDATE`;
+        SELECT signature_scheme FROM endpoints
+        WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} FOR UPDATE`;
       if (!endpoint) return undefined;
       const key = newSigningKey(endpoint.signature_scheme, this.secrets);
       // Rows that have expired are of no further use: drop them so rotations do not pile up.

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
+  createEndpoint,
   createTestApp,
   createTestDatabase,
   enqueueMany,
@@ -36,7 +37,7 @@ describe('GET /v1/dead-letters/analysis', () => {
     let n = 0;
     const receiver = await startReceiver((_req, res) => res.writeHead(handler(n++)).end());
     receivers.push(receiver);
-    return (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id;
+    return (await createEndpoint(t, receiver)).id;
   }
   const deadCount = async (endpointId: string) =>
     (

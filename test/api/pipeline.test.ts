@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import {
+  createEndpoint,
   createTestApp,
   createTestDatabase,
   enqueueMany,
@@ -36,7 +37,7 @@ describe('GET /v1/pipeline', () => {
   async function endpoint(name: string, handler?: Parameters<typeof startReceiver>[0]) {
     const receiver = await startReceiver(handler);
     receivers.push(receiver);
-    ids[name] = (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id;
+    ids[name] = (await createEndpoint(t, receiver)).id;
   }
 
   it('needs the bearer token', async () => {

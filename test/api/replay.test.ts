@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
+  createEndpoint,
   createTestApp,
   createTestDatabase,
   type Receiver,
@@ -51,7 +52,7 @@ describe('replay', () => {
 
   async function endpoint(receiver: Receiver): Promise<string> {
     receivers.push(receiver);
-    return (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id;
+    return (await createEndpoint(t, receiver)).id;
   }
   /** Enqueues with the payload written exactly as `rawPayload`; returns the delivery id. */
   async function enqueueRaw(endpointId: string, rawPayload: string): Promise<string> {

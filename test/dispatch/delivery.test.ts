@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import {
+  createEndpoint,
   createTestApp,
   createTestDatabase,
   type Receiver,
@@ -35,8 +36,7 @@ describe('dispatcher: signing, retries, dead letters', () => {
 
   async function endpointFor(receiver: Receiver, extra: Record<string, unknown> = {}) {
     receivers.push(receiver);
-    const res = await t.send('POST', '/v1/endpoints', { url: receiver.url, ...extra });
-    return (await res.json()) as { id: string; secret: string };
+    return createEndpoint(t, receiver, extra);
   }
   async function send(endpointId: string, payload: unknown = { hello: 'world' }) {
     const res = await t.send('POST', '/v1/deliveries', {

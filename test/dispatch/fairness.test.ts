@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
+  createEndpoint,
   createTestApp,
   createTestDatabase,
   enqueueMany,
@@ -34,7 +35,7 @@ describe('fairness, percentiles, auto-disable', () => {
 
   async function endpoint(receiver: Receiver) {
     receivers.push(receiver);
-    return (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id as string;
+    return (await createEndpoint(t, receiver)).id;
   }
   const enqueue = (endpointId: string, count: number) => enqueueMany(t.send, endpointId, count);
   /** Deliveries/s for `count` deliveries to a fresh fast endpoint, enqueue to last receipt. */

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type HookpostProcess, runHookpost } from '../cli/process.js';
 import {
+  createEndpoint,
   createTestApp,
   createTestDatabase,
   enqueueMany,
@@ -48,8 +49,7 @@ describe('endpoint limits and breaker with two dispatchers', () => {
 
   async function endpoint(receiver: Receiver, extra: Record<string, unknown> = {}) {
     receivers.push(receiver);
-    return (await (await t.send('POST', '/v1/endpoints', { url: receiver.url, ...extra })).json())
-      .id as string;
+    return (await createEndpoint(t, receiver, extra)).id;
   }
   const enqueue = (endpointId: string, count: number) => enqueueMany(t.send, endpointId, count);
   const health = async (id: string) => (await t.send('GET', `/v1/endpoints/${id}/health`)).json();

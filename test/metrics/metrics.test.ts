@@ -5,6 +5,7 @@ import { refreshHealthPercentiles } from '../../src/endpoints/latency.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics, type HookpostMetrics } from '../../src/metrics/registry.js';
 import {
+  createEndpoint,
   createTestApp,
   createTestDatabase,
   enqueueMany,
@@ -56,8 +57,7 @@ describe('GET /metrics', () => {
   async function endpoint(name: string, handler?: Parameters<typeof startReceiver>[0]) {
     const receiver = await startReceiver(handler);
     receivers.push(receiver);
-    const res = await t.send('POST', '/v1/endpoints', { url: receiver.url });
-    ids[name] = (await res.json()).id;
+    ids[name] = (await createEndpoint(t, receiver)).id;
   }
   async function statusCounts(): Promise<Record<string, number>> {
     const rows = await db.sql<{ status: string; n: number }[]>`

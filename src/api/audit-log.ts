@@ -1,0 +1,18 @@
+/** GET /v1/audit-log: who did what and when, newest first. */
+import { Hono } from 'hono';
+import type { Sql } from '../db/connect.js';
+import { listAudit } from '../tenants/audit.js';
+import { type ApiEnv, callerOf } from './auth.js';
+import { pageLimit } from './pagination.js';
+
+/** GET /v1/audit-log, scoped like every other read (an admin sees every tenant's rows). */
+export function auditLogRoutes(deps: { sql: Sql }) {
+  const app = new Hono<ApiEnv>();
+  app.get('/', async (c) => {
+    const limit = pageLimit(c.req.query('limit'));
+    const rows = await listAudit(deps.sql, callerOf(c), { limit: limit + 1, cursor: c.req.query('cursor') });
+    const page = rows.slice(0, limit);
+    return c.json({ data: page, next_cursor: rows.length > limit ? page.at(-1)!.id : null });
+  });
+  return app;
+}

@@ -1,0 +1,81 @@
+/**
+ * The audit log: who (key id and name) did what to which resource, and when. Rows name fields
+ * and ids, never values of secrets, headers or keys. Replays keep their progress in replay_audit;
+ * their audit row links to it (resource_id = the replay's `rpl_` id).
+ */
+import type { Sql } from '../db/connect.js';
+import { newId } from '../ids.js';
+import type { Caller, Queryable, TenantScope } from './scope.js';
+import { tenantIs } from './scope.js';
+
+export type AuditAction =
+  | 'tenant.created'
+  | 'tenant.updated'
+  | 'tenant.deleted'
+  | 'endpoint.created'
+  | 'endpoint.updated'
+  | 'endpoint.deleted'
+  | 'endpoint.secret_rotated'
+  | 'api_key.created'
+  | 'api_key.revoked'
+  | 'event_type.created'
+  | 'event_type.updated'
+  | 'event_type.deleted'
+  | 'replay.started'
+  | 'portal_session.created';
+
+export interface AuditEntry {
+  action: AuditAction;
+  resourceType: 'tenant' | 'endpoint' | 'api_key' | 'event_type' | 'replay' | 'portal_session';
+  resourceId: string;
+  tenantId?: string | null | undefined;
+  details?: Record<string, unknown>;
+}
+
+/** The actor as the audit log names it: a key, or the CLI user for `hookpost` commands. */
+export interface Actor {
+  keyId: string;
+  keyName: string;
+}
+
+export function actorOf(caller: Caller): Actor {
+  return { keyId: caller.keyId, keyName: caller.keyName };
+}
+
+/** Appends one row. */
+export async function recordAudit(sql: Queryable, actor: Actor, entry: AuditEntry): Promise<void> {
+  await sql`
+    INSERT INTO audit_log (id, actor_key_id, actor_name, action, resource_type, resource_id, tenant_id, details)
+    VALUES (${newId('aud_')}, ${actor.keyId}, ${actor.keyName}, ${entry.action}, ${entry.resourceType},
+            ${entry.resourceId}, ${entry.tenantId ?? null}, ${sql.json((entry.details ?? {}) as never)})`;
+}
+
+export interface AuditRow {
+  id: string;
+  at: Date;
+  actor_key_id: string;
+  actor_name: string;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  tenant_id: string | null;
+  details: Record<string, unknown>;
+  /** For replays: the progress row (GET /v1/dead-letters/replays/{id}), joined. */
+  replay: { state: string; matched: number; replayed: number; skipped: number } | null;
+}
+
+/** Newest first, keyset by id (ids are time-ordered). */
+export async function listAudit(
+  sql: Sql,
+  scope: TenantScope,
+  options: { limit: number; cursor?: string | undefined },
+): Promise<AuditRow[]> {
+  return sql<AuditRow[]>`
+    SELECT a.id, a.at, a.actor_key_id, a.actor_name, a.action, a.resource_type, a.resource_id, a.tenant_id,
+      a.details,
+      CASE WHEN r.id IS NULL THEN NULL ELSE json_build_object('state', r.state, 'matched', r.matched,
+        'replayed', r.replayed, 'skipped', r.skipped) END AS replay
+    FROM audit_log a LEFT JOIN replay_audit r ON a.resource_type = 'replay' AND r.id = a.resource_id
+    WHERE ${options.cursor ? sql`a.id < ${options.cursor}` : sql`true`} AND ${tenantIs(sql, scope, 'a.tenant_id')}
+    ORDER BY a.id DESC LIMIT ${options.limit}`;
+}
