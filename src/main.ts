@@ -3,6 +3,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { runBench } from './bench/bench.js';
 import { withDatabase } from './cli/database.js';
 import { runDeadLetters } from './cli/dead-letters.js';
+import { runPurge } from './cli/purge.js';
 import { runReplayCommand } from './cli/replay.js';
 import { UsageError } from './cli/usage-error.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -60,6 +61,15 @@ const COMMANDS: Record<string, Command> = {
       'status-code': { type: 'string' },
       'dry-run': { type: 'boolean' },
     },
+  },
+  purge: {
+    summary: 'run the retention pass once now (the dispatchers also run it) and print what it removed',
+    usage:
+      'hookpost purge [--dry-run]\n' +
+      '  --dry-run  count what would be removed, erased and dropped; change nothing\n' +
+      'Uses HOOKPOST_RETENTION_DAYS and HOOKPOST_PAYLOAD_RETENTION_DAYS. Reads and writes the database\n' +
+      'directly (DATABASE_URL, else the embedded one).',
+    options: { 'dry-run': { type: 'boolean' } },
   },
   bench: {
     summary: 'built-in load test: deliveries/s, lag, and the no-queue ceiling',
@@ -147,6 +157,8 @@ export async function main(argv: string[]): Promise<number> {
         return await runDeadLetters(config, values as { endpoint?: string; hours?: string });
       case 'replay':
         return await runReplayCommand(config, values);
+      case 'purge':
+        return await runPurge(config, values);
       default: {
         const applied = await withDatabase(config, (sql) => migrate(sql), { requireSchema: false, log });
         process.stdout.write(

@@ -14,6 +14,7 @@ import { deadLetterRoutes } from './dead-letters.js';
 import { deliveryRoutes } from './deliveries.js';
 import { endpointRoutes } from './endpoints.js';
 import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
+import { messageRoutes } from './messages.js';
 import { pipelineRoutes } from './pipeline.js';
 import { replayRoutes } from './replay.js';
 
@@ -88,6 +89,7 @@ export function createApp(deps: AppDeps) {
     }),
   );
   v1.route('/pipeline', pipelineRoutes(deps.sql));
+  v1.route('/messages', messageRoutes({ sql: deps.sql }));
   app.route('/v1', v1);
   return app;
 }

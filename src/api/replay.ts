@@ -11,6 +11,7 @@ const STATUS_FOR: Record<ReplayError['kind'], 404 | 409> = {
   delivery_not_found: 404,
   not_replayable: 409,
   endpoint_unavailable: 409,
+  payload_expired: 409,
 };
 
 export function replayRoutes(deps: { sql: Sql }) {

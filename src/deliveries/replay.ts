@@ -13,7 +13,7 @@ import { WAKEUP_CHANNEL } from './wakeup.js';
 /** Why a delivery cannot be replayed; the API maps `kind` to 404 or 409. */
 export class ReplayError extends Error {
   constructor(
-    readonly kind: 'delivery_not_found' | 'not_replayable' | 'endpoint_unavailable',
+    readonly kind: 'delivery_not_found' | 'not_replayable' | 'endpoint_unavailable' | 'payload_expired',
     message: string,
   ) {
     super(message);
@@ -84,6 +84,8 @@ export async function requeueLocked(
     previous AS (
       SELECT d.id, d.endpoint_id, d.message_id, d.status, d.attempt_count, d.dead_at, r.delay_ms
       FROM deliveries d JOIN r ON r.id = d.id
+      -- Nothing left to send once the payload is erased (retention expiry or expunge).
+      JOIN messages m ON m.id = d.message_id AND m.payload_expired_at IS NULL
     ),
     queued AS (
       INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, attempt_count)
@@ -115,6 +117,7 @@ interface ReplayableRow {
   leased: boolean;
   enabled: boolean;
   deleted: boolean;
+  payload_expired: boolean;
 }
 
 /**
@@ -128,12 +131,16 @@ export async function replayDelivery(sql: Sql, id: string, actor: string): Promi
     // postgres.js types a transaction apart from a pool; the queries below work on either.
     const tx = transaction as unknown as Sql;
     const [row] = await tx<ReplayableRow[]>`
-      SELECT d.status, q.lease_expires_at IS NOT NULL AS leased, e.enabled, e.deleted_at IS NOT NULL AS deleted
-      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+      SELECT d.status, q.lease_expires_at IS NOT NULL AS leased, e.enabled, e.deleted_at IS NOT NULL AS deleted,
+             m.payload_expired_at IS NOT NULL AS payload_expired
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id JOIN messages m ON m.id = d.message_id
       LEFT JOIN delivery_queue q ON q.delivery_id = d.id
       WHERE d.id = ${id}
       FOR UPDATE OF d`;
     if (!row) throw new ReplayError('delivery_not_found', `delivery ${id} not found`);
+    if (row.payload_expired) {
+      throw new ReplayError('payload_expired', `the payload of delivery ${id} has expired or was expunged`);
+    }
     const status = row.leased ? 'in_flight' : row.status;
     if (status !== 'dead_letter' && status !== 'failed') {
       throw new ReplayError(
