@@ -44,8 +44,8 @@ export async function listPartitions(sql: Sql): Promise<Partition[]> {
   const rows = await sql<PartitionRow[]>`
     SELECT c.relname AS name,
            pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT' AS is_default,
-           (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz AS from_at,
-           (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz AS to_at,
+           (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM [(]''([^'']+)''[)]'))[1]::timestamptz AS from_at,
+           (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO [(]''([^'']+)''[)]'))[1]::timestamptz AS to_at,
            i.inhdetachpending AS detach_pending,
            c.reltuples::float8 AS reltuples
     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
@@ -177,12 +177,19 @@ export async function adoptLegacyPartition(
     await sql.unsafe(`ALTER TABLE ${name} DROP CONSTRAINT ${LEGACY_BOUND}`);
     throw new Error('validating the legacy attempt table took longer than its margin; will retry');
   }
-  await sql.begin(async (tx) => {
-    await tx.unsafe(`ALTER TABLE ${PARENT} DETACH PARTITION ${name}`);
-    await tx.unsafe(
+  // One transaction, by hand: the pass runs on a reserved connection (it holds the advisory
+  // lock), which has no sql.begin().
+  await sql.unsafe('BEGIN');
+  try {
+    await sql.unsafe(`ALTER TABLE ${PARENT} DETACH PARTITION ${name}`);
+    await sql.unsafe(
       `ALTER TABLE ${PARENT} ATTACH PARTITION ${name} FOR VALUES FROM (MINVALUE) TO (${literal(bound)})`,
     );
-  });
+    await sql.unsafe('COMMIT');
+  } catch (error) {
+    await sql.unsafe('ROLLBACK');
+    throw error;
+  }
   return bound;
 }
 
