@@ -42,10 +42,10 @@ export interface BenchOptions {
 const fmt = (x: number, digits = 0) =>
   x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-interface Harness {
+export interface Harness {
   sql: Sql;
-  /** Starts the `hookpost dispatcher` process; resolves once it is listening for work. */
-  startDispatcher(): Promise<ChildProcess>;
+  /** Starts the `hookpost dispatcher` process (with `env` added); resolves once it is listening for work. */
+  startDispatcher(env?: Record<string, string>): Promise<ChildProcess>;
   /** Stops the dispatcher process (SIGTERM, graceful). */
   stopDispatcher(): Promise<void>;
   api: Pool;
@@ -53,7 +53,7 @@ interface Harness {
   close(): Promise<void>;
 }
 
-async function startHarness(config: Config, log: Logger): Promise<Harness> {
+export async function startHarness(config: Config, log: Logger): Promise<Harness> {
   const database = await openDatabase(config, log);
   const admin = connect(database.url, { max: 1 });
   const name = `hookpost_bench_${randomBytes(4).toString('hex')}`;
@@ -76,8 +76,8 @@ async function startHarness(config: Config, log: Logger): Promise<Harness> {
   });
   const server = await serveApp(app, 0, '127.0.0.1');
   let dispatcher: ChildProcess | undefined;
-  const startDispatcher = async () => {
-    dispatcher = await startDispatcherProcess(url.toString(), sql);
+  const startDispatcher = async (env: Record<string, string> = {}) => {
+    dispatcher = await startDispatcherProcess(url.toString(), sql, env);
     return dispatcher;
   };
   const stopDispatcher = async () => {
@@ -106,7 +106,11 @@ async function startHarness(config: Config, log: Logger): Promise<Harness> {
 }
 
 /** `hookpost dispatcher` as a child process, configured by this process's environment. */
-async function startDispatcherProcess(databaseUrl: string, sql: Sql): Promise<ChildProcess> {
+async function startDispatcherProcess(
+  databaseUrl: string,
+  sql: Sql,
+  env: Record<string, string>,
+): Promise<ChildProcess> {
   const bin = new URL('../../../bin/hookpost.js', import.meta.url).pathname;
   // HOOKPOST_BENCH_NODE_ARGS (e.g. "--cpu-prof") is passed to the dispatcher's node, for profiling.
   const nodeArgs = (process.env.HOOKPOST_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -116,6 +120,7 @@ async function startDispatcherProcess(databaseUrl: string, sql: Sql): Promise<Ch
       DATABASE_URL: databaseUrl,
       HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
       LOG_LEVEL: 'warn',
+      ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
