@@ -44,6 +44,12 @@ ALTER TABLE messages ADD COLUMN IF NOT EXISTS payload_expired_at timestamptz;
 -- transaction's lock.
 CREATE INDEX IF NOT EXISTS messages_payload_live_idx ON messages (id) WHERE payload_expired_at IS NULL;
 
+-- Retention deletes from messages and deliveries as fast as enqueue inserts into them. Vacuum them
+-- at 5 % dead rows instead of the default 20 %, so the space freed by each day's removal is reused
+-- by the next day's inserts before the tables grow by a fifth (the soak in the README shows it).
+ALTER TABLE messages SET (autovacuum_vacuum_scale_factor = 0.05);
+ALTER TABLE deliveries SET (autovacuum_vacuum_scale_factor = 0.05);
+
 -- 3. One row: when the retention pass last ran, succeeded and what it did. Every dispatcher
 -- tries the pass on a timer; this row lets the others see that one ran recently and skip, and
 -- lets each of them report the installation's last success in its metrics.
