@@ -15,17 +15,10 @@ ALTER TABLE delivery_attempts RENAME TO delivery_attempts_legacy;
 ALTER INDEX delivery_attempts_delivery_idx RENAME TO delivery_attempts_legacy_delivery_idx;
 ALTER INDEX delivery_attempts_started_brin RENAME TO delivery_attempts_legacy_started_brin;
 
+-- The same columns as the old table, whatever earlier migrations added to it (LIKE copies them
+-- with their NOT NULLs, defaults and CHECKs, which ATTACH requires to match).
 CREATE TABLE delivery_attempts (
-  delivery_id      text NOT NULL,
-  endpoint_id      text NOT NULL,
-  attempt          integer NOT NULL,
-  started_at       timestamptz NOT NULL,
-  duration_ms      integer NOT NULL,
-  status_code      integer,
-  outcome          text NOT NULL,
-  error_class      text,
-  error            text,
-  response_snippet text
+  LIKE delivery_attempts_legacy INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION
 ) PARTITION BY RANGE (started_at);
 
 ALTER TABLE delivery_attempts ATTACH PARTITION delivery_attempts_legacy DEFAULT;

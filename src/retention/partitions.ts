@@ -130,7 +130,7 @@ export async function createPartitionsAhead(
   for (const range of missingRanges(partitions, nowMs, intervalSeconds, ahead)) {
     const name = partitionName(range.from);
     await sql.unsafe(
-      `CREATE TABLE IF NOT EXISTS ${name} (LIKE ${PARENT} INCLUDING DEFAULTS INCLUDING STORAGE)`,
+      `CREATE TABLE IF NOT EXISTS ${name} (LIKE ${PARENT} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)`,
     );
     await sql.unsafe(
       `ALTER TABLE ${PARENT} ATTACH PARTITION ${name} FOR VALUES FROM (${literal(range.from)}) TO (${literal(range.to)})`,
