@@ -15,6 +15,7 @@ import {
   listPartitions,
   partitionRows,
 } from './partitions.js';
+import { ensurePayloadIndex } from './payload-index.js';
 import { countDue, cutoffId, expirePayloadsBatch, removeSettledBatch } from './rows.js';
 
 /** Arbitrary constant shared by every hookpost process: the key of the retention lock. */
@@ -166,6 +167,7 @@ async function execute(
   // Payloads, then rows: with the default (payload window = retention) the rows go anyway, and
   // erasing them first would be wasted writes, so expiry only runs when its window is shorter.
   if (policy.payloadRetentionDays < policy.retentionDays) {
+    await ensurePayloadIndex(sql);
     const { id: expireCutoff } = await cutoffId(sql, 'msg_', policy.payloadRetentionDays * DAY_SECONDS);
     let after = '';
     for (;;) {

@@ -53,6 +53,11 @@ describe('migration 0006 from an unpartitioned attempt log', () => {
       partitions.map((p) => [p.name, p.isDefault]),
       [['delivery_attempts_legacy', true]],
     );
+    // Nothing in 0006 builds an index over existing rows: the payload index comes later, concurrently.
+    const [payloadIndex] = await db.sql<
+      { r: string | null }[]
+    >`SELECT to_regclass('messages_payload_live_idx')::text AS r`;
+    assert.equal(payloadIndex!.r, null);
     // The old index was adopted by the partitioned one, not rebuilt beside it.
     const [adopted] = await db.sql<{ n: number }[]>`
       SELECT count(*)::int AS n FROM pg_inherits

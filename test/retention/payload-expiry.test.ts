@@ -81,6 +81,10 @@ describe('payload expiry and expunge', () => {
     assert.equal(outcome.report.payloadsExpired, 2, 'the two settled messages, in batches of 2');
     assert.equal(outcome.report.snippetsErased, 2);
     assert.equal(outcome.report.deliveriesRemoved, 0, 'the rows stay: only the payload window has passed');
+    // The pass built the index it walks (concurrently; the migration does not build it).
+    const [index] = await db.sql<{ valid: boolean }[]>`
+      SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = 'messages_payload_live_idx'::regclass`;
+    assert.equal(index!.valid, true);
 
     for (const id of [delivered.deliveryId, dead.deliveryId]) {
       const body = await (await t.send('GET', `/v1/deliveries/${id}`)).json();
