@@ -59,6 +59,20 @@ export interface Config {
   dnsServers: string[] | undefined;
   /** Longest a DNS answer is cached, whatever its TTL. */
   dnsMaxTtlSeconds: number;
+  /** Retention (src/retention/): settled deliveries and messages older than this are removed. */
+  retentionDays: number;
+  /** Payload bytes and response snippets are erased after this; metadata kept until retentionDays. */
+  payloadRetentionDays: number;
+  /** Width of one delivery_attempts partition (aligned to the Unix epoch, so daily = UTC days). */
+  partitionIntervalSeconds: number;
+  /** Partitions kept created ahead of the current one. */
+  partitionsAhead: number;
+  /** How often a dispatcher runs the retention pass (one at a time across processes). */
+  retentionIntervalSeconds: number;
+  /** Rows per retention statement (one short transaction each). */
+  retentionBatchSize: number;
+  /** Pause between two retention batches, so the pass never hogs the database. */
+  retentionPauseMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -180,6 +194,35 @@ function previousSecretKeys(env: Env, current: string | undefined): string[] {
   return keys;
 }
 
+/** Retention windows in days accept fractions (tests use 0.0005, about 43 s). */
+function retention(env: Env) {
+  const positiveDays = (name: string, fallback: number) => {
+    const days = numberVar(env, name, fallback);
+    if (days <= 0) fail(name, String(env[name]), 'a number of days above 0');
+    return days;
+  };
+  const retentionDays = positiveDays('HOOKPOST_RETENTION_DAYS', 30);
+  const batch = numberVar(env, 'HOOKPOST_RETENTION_BATCH_SIZE', 500, { min: 1, integer: true });
+  if (batch > 10_000)
+    fail(
+      'HOOKPOST_RETENTION_BATCH_SIZE',
+      String(env.HOOKPOST_RETENTION_BATCH_SIZE),
+      'an integer from 1 to 10000',
+    );
+  return {
+    retentionDays,
+    payloadRetentionDays: positiveDays('HOOKPOST_PAYLOAD_RETENTION_DAYS', retentionDays),
+    partitionIntervalSeconds: numberVar(env, 'HOOKPOST_PARTITION_INTERVAL_SECONDS', 86400, {
+      min: 1,
+      integer: true,
+    }),
+    partitionsAhead: numberVar(env, 'HOOKPOST_PARTITIONS_AHEAD', 3, { min: 1, integer: true }),
+    retentionIntervalSeconds: numberVar(env, 'HOOKPOST_RETENTION_INTERVAL_SECONDS', 300, { min: 0.05 }),
+    retentionBatchSize: batch,
+    retentionPauseMs: numberVar(env, 'HOOKPOST_RETENTION_PAUSE_MS', 20),
+  };
+}
+
 /** Parses and validates the whole configuration; throws ConfigError on the first bad value. */
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
@@ -248,6 +291,7 @@ export function loadConfig(env: Env = process.env): Config {
     deadLetterPatterns: patternThresholds(env),
     dnsServers: dnsServers(env),
     dnsMaxTtlSeconds: numberVar(env, 'HOOKPOST_DNS_MAX_TTL_SECONDS', 300, { min: 0 }),
+    ...retention(env),
   };
   // A batch is one transaction holding its rows locked: keep it small. A rate of 0 would never
   // finish, and one below 1/1000 s is surely a typo for a larger number.
@@ -263,6 +307,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.breakerMaxCooldownSeconds < config.breakerCooldownSeconds) {
     throw new ConfigError(
       'HOOKPOST_BREAKER_MAX_COOLDOWN_SECONDS must be >= HOOKPOST_BREAKER_COOLDOWN_SECONDS',
+    );
+  }
+  // Partitions are created by the retention pass; they must not run out between two passes.
+  if (config.retentionIntervalSeconds >= config.partitionIntervalSeconds * config.partitionsAhead) {
+    throw new ConfigError(
+      'HOOKPOST_RETENTION_INTERVAL_SECONDS must be shorter than HOOKPOST_PARTITION_INTERVAL_SECONDS × HOOKPOST_PARTITIONS_AHEAD',
     );
   }
   if (config.leaseSeconds * 1000 <= config.requestTimeoutMs) {

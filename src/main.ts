@@ -2,10 +2,12 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ListenError } from './api/serve.js';
 import { runBench } from './bench/bench.js';
+import { runSoak } from './bench/soak.js';
 import { type ApiKeysArgs, runApiKeys } from './cli/api-keys.js';
 import { withDatabase } from './cli/database.js';
 import { runDeadLetters } from './cli/dead-letters.js';
 import { runListen } from './cli/listen.js';
+import { runPurge } from './cli/purge.js';
 import { runReplayCommand } from './cli/replay.js';
 import { UsageError } from './cli/usage-error.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -100,13 +102,26 @@ const COMMANDS: Record<string, Command> = {
     },
     positionals: true,
   },
+  purge: {
+    summary: 'run the retention pass once now (the dispatchers also run it) and print what it removed',
+    usage:
+      'hookpost purge [--dry-run]\n' +
+      '  --dry-run  count what would be removed, erased and dropped; change nothing\n' +
+      'Uses HOOKPOST_RETENTION_DAYS and HOOKPOST_PAYLOAD_RETENTION_DAYS. Reads and writes the database\n' +
+      'directly (DATABASE_URL, else the embedded one).',
+    options: { 'dry-run': { type: 'boolean' } },
+  },
   bench: {
     summary: 'built-in load test: deliveries/s, lag, CPU per delivery per part, and the no-queue ceiling',
     usage:
       'hookpost bench [--n 20000] [--endpoints 10] [--payload-bytes 1024] [--rate R [--duration 10]] [--drain]\n' +
+      '       hookpost bench --soak --rate R [--duration 600] [--retention-seconds S] [--csv soak.csv]\n' +
       '  --rate R      offer a steady R deliveries/s and report lag percentiles at that rate\n' +
       '  --duration S  seconds of steady load with --rate (default 10)\n' +
-      '  --drain       enqueue all first, then time the dispatcher on the backlog and sample its memory',
+      '  --drain       enqueue all first, then time the dispatcher on the backlog and sample its memory\n' +
+      '  --soak        steady --rate for --duration with a short retention (default duration/5): prints\n' +
+      '                database size, deliveries/s, lag p99, lock waits and dispatcher RSS every 10 s,\n' +
+      '                writes them to --csv (default soak.csv) and an SVG chart beside it',
     options: {
       n: { type: 'string' },
       endpoints: { type: 'string' },
@@ -114,6 +129,9 @@ const COMMANDS: Record<string, Command> = {
       rate: { type: 'string' },
       duration: { type: 'string' },
       drain: { type: 'boolean' },
+      soak: { type: 'boolean' },
+      'retention-seconds': { type: 'string' },
+      csv: { type: 'string' },
     },
   },
 };
@@ -193,6 +211,19 @@ export async function main(argv: string[]): Promise<number> {
       case 'dispatcher':
         return await runRoles(config, log, { api: false, dispatcher: true });
       case 'bench':
+        if (values.soak === true) {
+          return await runSoak({ ...config, allowPrivateTargets: true }, createLogger('warn'), {
+            rate: positiveNumber(values, 'rate', 100, false),
+            durationSeconds: positiveNumber(values, 'duration', 600, false),
+            endpoints: positiveNumber(values, 'endpoints', 10),
+            payloadBytes: positiveNumber(values, 'payload-bytes', 1024),
+            retentionSeconds:
+              values['retention-seconds'] === undefined
+                ? undefined
+                : positiveNumber(values, 'retention-seconds', 0, false),
+            csvPath: typeof values.csv === 'string' ? values.csv : 'soak.csv',
+          });
+        }
         return await runBench({ ...config, allowPrivateTargets: true }, createLogger('warn'), {
           n: positiveNumber(values, 'n', 20000),
           endpoints: positiveNumber(values, 'endpoints', 10),
@@ -212,6 +243,8 @@ export async function main(argv: string[]): Promise<number> {
           positionals.slice(1),
           values as unknown as ApiKeysArgs,
         );
+      case 'purge':
+        return await runPurge(config, values);
       default: {
         const applied = await withDatabase(config, (sql) => migrate(sql), { requireSchema: false, log });
         process.stdout.write(

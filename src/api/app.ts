@@ -22,6 +22,7 @@ import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
 import { eventTypeRoutes } from './event-types.js';
 import { mountMetrics } from './metrics-http.js';
 import './openapi/operations.js';
+import { messageRoutes } from './messages.js';
 import { pipelineRoutes } from './pipeline.js';
 import { replayRoutes } from './replay.js';
 import { tenantRoutes } from './tenants.js';
@@ -108,6 +109,7 @@ export function createApp(deps: AppDeps) {
   v1.route('/api-keys', apiKeyRoutes({ sql: deps.sql }));
   v1.route('/audit-log', auditLogRoutes({ sql: deps.sql }));
   v1.route('/event-types', eventTypeRoutes({ sql: deps.sql, catalog }));
+  v1.route('/messages', messageRoutes({ sql: deps.sql }));
   app.route('/v1', v1);
   mountPages(app);
   return app;

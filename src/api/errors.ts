@@ -77,7 +77,7 @@ export function notFoundHandler(c: Context) {
  * indistinguishable on purpose (a tenant-bound key must not learn that another tenant's id exists).
  */
 export function notFound(
-  kind: 'endpoint' | 'delivery' | 'replay' | 'tenant' | 'api_key' | 'event_type',
+  kind: 'endpoint' | 'delivery' | 'replay' | 'tenant' | 'api_key' | 'event_type' | 'message',
   id: string,
 ): never {
   const noun = kind.replace('_', ' ');

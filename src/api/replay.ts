@@ -13,6 +13,7 @@ const STATUS_FOR: Record<ReplayError['kind'], 404 | 409> = {
   endpoint_not_found: 404,
   not_replayable: 409,
   endpoint_unavailable: 409,
+  payload_expired: 409,
 };
 
 export function replayRoutes(deps: { sql: Sql }) {

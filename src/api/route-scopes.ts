@@ -12,6 +12,7 @@ export const ROUTE_SCOPES: readonly RouteRule[] = [
   ['GET', '/v1/endpoints', 'endpoints:read'],
   ['GET', '/v1/endpoints/slow', 'endpoints:read'],
   ['GET', '/v1/endpoints/:id/health', 'endpoints:read'],
+  ['GET', '/v1/endpoints/:id/latency', 'endpoints:read'],
   ['GET', '/v1/endpoints/:id', 'endpoints:read'],
   ['PATCH', '/v1/endpoints/:id', 'endpoints:write'],
   ['DELETE', '/v1/endpoints/:id', 'endpoints:write'],
@@ -25,6 +26,8 @@ export const ROUTE_SCOPES: readonly RouteRule[] = [
   ['POST', '/v1/dead-letters/replay', 'replay'],
   ['GET', '/v1/dead-letters/replays/:id', 'deliveries:read'],
   ['GET', '/v1/pipeline', 'deliveries:read'],
+  // An erasure request: whoever may write a tenant's events may erase them (audited).
+  ['POST', '/v1/messages/:id/expunge', 'deliveries:write'],
   ['GET', '/v1/event-types', 'endpoints:read'],
   ['GET', '/v1/event-types/:name', 'endpoints:read'],
   ['PUT', '/v1/event-types/:name', 'admin'],

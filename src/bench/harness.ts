@@ -18,7 +18,8 @@ import { findPostmaster, processCpuSeconds, serverCpuSeconds } from './proc-stat
 export interface Harness {
   sql: Sql;
   /** Starts a `hookpost dispatcher` process; resolves once it is listening for work. */
-  startDispatcher(): Promise<ChildProcess>;
+  /** Starts a `hookpost dispatcher` process (with `env` added); resolves once it listens for work. */
+  startDispatcher(env?: Record<string, string>): Promise<ChildProcess>;
   /** Stops the dispatcher processes (SIGTERM, graceful). */
   stopDispatcher(): Promise<void>;
   api: Pool;
@@ -80,8 +81,8 @@ export async function startHarness(config: Config, log: Logger): Promise<Harness
   const api = new Pool(`http://127.0.0.1:${apiProcess.port}`, { connections: 8 });
   return {
     sql,
-    async startDispatcher() {
-      const child = await startDispatcherProcess(url.toString(), sql);
+    async startDispatcher(env: Record<string, string> = {}) {
+      const child = await startDispatcherProcess(url.toString(), sql, env);
       dispatchers.push(child);
       return child;
     },
@@ -154,13 +155,18 @@ async function startApiProcess(
 }
 
 /** `hookpost dispatcher` as a child process, configured by this process's environment. */
-async function startDispatcherProcess(databaseUrl: string, sql: Sql): Promise<ChildProcess> {
+async function startDispatcherProcess(
+  databaseUrl: string,
+  sql: Sql,
+  env: Record<string, string> = {},
+): Promise<ChildProcess> {
   const child = spawn(process.execPath, [...nodeArgs(), BIN, 'dispatcher'], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
       HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
       LOG_LEVEL: 'warn',
+      ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

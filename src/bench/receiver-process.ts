@@ -14,6 +14,7 @@ type Message =
   | { type: 'reset' }
   | { type: 'count' }
   | { type: 'stats' }
+  | { type: 'take' }
   | { type: 'close' };
 
 const send = (message: object) => process.send!(message);
@@ -23,6 +24,8 @@ let arrivals = new Map<string, number>();
 let duplicates = 0;
 let badSignatures = 0;
 let requests = 0;
+/** Arrivals since the last 'take' (the soak reads them window by window instead of all at once). */
+let recent: [string, number][] = [];
 
 function validSignature(req: http.IncomingMessage, body: Buffer): boolean {
   const index = Number(req.url?.split('/')[2]);
@@ -48,7 +51,10 @@ const server = http.createServer((req, res) => {
     if (!validSignature(req, Buffer.concat(chunks))) badSignatures++;
     const id = String(req.headers['webhook-id']);
     if (arrivals.has(id)) duplicates++;
-    else arrivals.set(id, now);
+    else {
+      arrivals.set(id, now);
+      recent.push([id, now]);
+    }
     res.writeHead(200, { 'content-length': '2' }).end('ok');
   });
 });
@@ -62,9 +68,14 @@ process.on('message', (message: Message) => {
   if (message.type === 'keys') keys = message.keys.map((k) => Buffer.from(k, 'base64'));
   if (message.type === 'reset') {
     arrivals = new Map();
+    recent = [];
     duplicates = 0;
     badSignatures = 0;
     requests = 0;
+  }
+  if (message.type === 'take') {
+    send({ type: 'taken', arrivals: recent, duplicates, badSignatures });
+    recent = [];
   }
   if (message.type === 'count') send({ type: 'count', count: arrivals.size });
   if (message.type === 'stats') {

@@ -62,6 +62,17 @@ export class BenchReceiver {
     }
   }
 
+  /** The arrivals since the previous call, in arrival order, with the running error counts. */
+  async take(): Promise<{ arrivals: [string, number][]; duplicates: number; badSignatures: number }> {
+    this.child.send({ type: 'take' });
+    for (;;) {
+      const [message] = (await once(this.child, 'message')) as [
+        { type: string; arrivals: [string, number][]; duplicates: number; badSignatures: number },
+      ];
+      if (message.type === 'taken') return message;
+    }
+  }
+
   private async count(): Promise<number> {
     this.child.send({ type: 'count' });
     for (;;) {

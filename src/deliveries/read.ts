@@ -30,6 +30,8 @@ export interface DeliveryRow {
   updated_at: Date;
   delivered_at: Date | null;
   dead_at: Date | null;
+  /** The payload bytes and response snippets were erased (payload expiry or expunge); metadata stays. */
+  payload_expired: boolean;
 }
 
 export interface AttemptRow {
@@ -52,7 +54,8 @@ const DELIVERY_COLUMNS = `d.id, m.tenant_id, d.message_id, d.endpoint_id, m.even
   coalesce(q.attempt_count, d.attempt_count) AS attempt_count,
   CASE WHEN q.next_attempt_at < 'infinity' AND q.lease_expires_at IS NULL THEN q.next_attempt_at END AS next_attempt_at,
   d.last_status_code, d.last_error_class, d.last_error, d.last_duration_ms,
-  d.created_at, d.updated_at, d.delivered_at, d.dead_at`;
+  d.created_at, d.updated_at, d.delivered_at, d.dead_at,
+  m.payload_expired_at IS NOT NULL AS payload_expired`;
 
 /**
  * The delivery, its payload bytes and every attempt in the order they started (a replay restarts

@@ -15,7 +15,12 @@ import { WAKEUP_CHANNEL } from './wakeup.js';
 /** Why a delivery cannot be replayed; the API maps `kind` to 404 or 409. */
 export class ReplayError extends Error {
   constructor(
-    readonly kind: 'delivery_not_found' | 'endpoint_not_found' | 'not_replayable' | 'endpoint_unavailable',
+    readonly kind:
+      | 'delivery_not_found'
+      | 'endpoint_not_found'
+      | 'not_replayable'
+      | 'endpoint_unavailable'
+      | 'payload_expired',
     message: string,
   ) {
     super(message);
@@ -104,6 +109,8 @@ export async function requeueLocked(
     previous AS (
       SELECT d.id, d.endpoint_id, d.message_id, d.status, d.attempt_count, d.dead_at, r.delay_ms
       FROM deliveries d JOIN r ON r.id = d.id
+      -- Nothing left to send once the payload is erased (retention expiry or expunge).
+      JOIN messages m ON m.id = d.message_id AND m.payload_expired_at IS NULL
     ),
     queued AS (
       INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, attempt_count)
@@ -136,6 +143,7 @@ interface ReplayableRow {
   leased: boolean;
   enabled: boolean;
   deleted: boolean;
+  payload_expired: boolean;
 }
 
 /**
@@ -153,12 +161,15 @@ export async function replayDelivery(
   return sql.begin(async (tx) => {
     const [row] = await tx<ReplayableRow[]>`
       SELECT e.tenant_id, d.status, q.lease_expires_at IS NOT NULL AS leased, e.enabled,
-        e.deleted_at IS NOT NULL AS deleted
-      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+        e.deleted_at IS NOT NULL AS deleted, m.payload_expired_at IS NOT NULL AS payload_expired
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id JOIN messages m ON m.id = d.message_id
       LEFT JOIN delivery_queue q ON q.delivery_id = d.id
       WHERE d.id = ${id} AND ${tenantIs(tx, scope, 'e.tenant_id')}
       FOR UPDATE OF d`;
     if (!row) throw new ReplayError('delivery_not_found', `delivery ${id} not found`);
+    if (row.payload_expired) {
+      throw new ReplayError('payload_expired', `the payload of delivery ${id} has expired or was expunged`);
+    }
     const status = row.leased ? 'in_flight' : row.status;
     if (status !== 'dead_letter' && status !== 'failed') {
       throw new ReplayError(

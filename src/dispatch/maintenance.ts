@@ -1,6 +1,7 @@
 /**
  * Periodic background work of a dispatcher, safe to run in every process at once: the lease
- * reaper, the breaker tick (probes, parking, auto-disable) and the percentile refresh.
+ * reaper, the breaker tick (probes, parking, auto-disable), the percentile refresh, and the
+ * retention pass (which runs in one process at a time).
  */
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
@@ -9,6 +10,7 @@ import { type BreakerPolicy, breakerTick } from '../endpoints/breaker.js';
 import { refreshHealthPercentiles } from '../endpoints/latency.js';
 import type { Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
+import { startRetention } from '../retention/schedule.js';
 
 export function breakerPolicy(config: Config): BreakerPolicy {
   return {
@@ -66,7 +68,10 @@ export function startMaintenance(
     setInterval(tick, Math.min(1000, Math.max(50, (config.breakerCooldownSeconds * 1000) / 5))),
     setInterval(percentiles, 30_000),
   ];
+  // Retention (src/retention/): its own timer, one pass at a time across all processes.
+  const stopRetention = startRetention(sql, config, log, metrics?.retention);
   return () => {
     for (const t of timers) clearInterval(t);
+    stopRetention();
   };
 }

@@ -7,6 +7,7 @@
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { Sql } from '../db/connect.js';
 import type { Logger } from '../log.js';
+import { createRetentionMetrics, type RetentionMetrics } from '../retention/metrics.js';
 import { createSnapshotCache, registerDatabaseGauges } from './database-gauges.js';
 
 export const ATTEMPT_OUTCOMES = ['success', 'retryable', 'permanent'] as const;
@@ -19,6 +20,8 @@ export interface HookpostMetrics {
   attemptDuration: Histogram;
   deliveryLag: Histogram;
   deadLetters: Counter;
+  /** Retention pass counters and gauges (src/retention/metrics.ts). */
+  retention: RetentionMetrics;
 }
 
 /**
@@ -83,6 +86,10 @@ export function createMetrics(database?: DatabaseGaugeOptions): HookpostMetrics 
       help: 'Deliveries this process moved to dead_letter (retries exhausted or a permanent failure).',
       registers,
     }),
+    retention: createRetentionMetrics(
+      registry,
+      database ? { sql: database.sql, maxAgeMs: database.maxAgeMs } : undefined,
+    ),
   };
   // Every outcome and the backpressure reason exist from the start at 0, so rate() and ratios
   // have a series to work with before the first failure happens.

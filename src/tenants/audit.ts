@@ -22,11 +22,12 @@ export type AuditAction =
   | 'event_type.updated'
   | 'event_type.deleted'
   | 'replay.started'
-  | 'portal_session.created';
+  | 'portal_session.created'
+  | 'message.expunged';
 
 export interface AuditEntry {
   action: AuditAction;
-  resourceType: 'tenant' | 'endpoint' | 'api_key' | 'event_type' | 'replay' | 'portal_session';
+  resourceType: 'tenant' | 'endpoint' | 'api_key' | 'event_type' | 'replay' | 'portal_session' | 'message';
   resourceId: string;
   tenantId?: string | null | undefined;
   details?: Record<string, unknown>;

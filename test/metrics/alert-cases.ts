@@ -110,6 +110,19 @@ export const ALERT_CASES: AlertCase[] = [
     evalTime: '80m',
     expect: { HookpostDeadLettersRising: [], HookpostDeadLettersRisingFast: [] },
   },
+  {
+    // Both dispatchers report the installation's last success from the database; it is 2 days old.
+    name: 'no retention pass has succeeded for two days',
+    series: { ...both('hookpost_retention_last_success_timestamp_seconds{}', '-172800x30') },
+    evalTime: '20m',
+    expect: { HookpostRetentionNotSucceeding: warning },
+  },
+  {
+    name: 'a retention pass succeeded an hour ago',
+    series: { ...both('hookpost_retention_last_success_timestamp_seconds{}', '-3600x30') },
+    evalTime: '20m',
+    expect: { HookpostRetentionNotSucceeding: [] },
+  },
 ];
 
 /** The promtool test file (JSON, which is YAML) for `ruleFile`. */

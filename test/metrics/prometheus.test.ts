@@ -122,6 +122,9 @@ describe('a real Prometheus scraping hookpost api + dispatcher', { skip }, () =>
     assert.deepEqual(depth.map((s) => s.metric.status).sort(), ['failed', 'in_flight', 'pending']);
     const outcomes = await first(panel('Attempt outcomes').targets![0]!.expr);
     assert.ok(outcomes.some((s) => s.metric.outcome === 'retryable' && Number(s.value[1]) > 0));
+    // The dispatcher runs a retention pass at start: its gauges and the database size are there.
+    await shows('Database size', 0, (bytes) => bytes > 1_000_000);
+    await shows('Since the last successful retention pass', 0, (age) => age >= 0 && age < 3600);
   });
 
   it('evaluates every dashboard expression without error', async () => {
@@ -178,7 +181,7 @@ describe('a real Prometheus scraping hookpost api + dispatcher', { skip }, () =>
       lastError?: string;
       annotations: Record<string, string>;
     }[];
-    assert.equal(rules.length, 8);
+    assert.equal(rules.length, 9);
     for (const rule of rules) {
       assert.equal(rule.health, 'ok', `${rule.name}: ${rule.lastError}`);
       assert.ok(rule.annotations.summary, `${rule.name} has a summary`);

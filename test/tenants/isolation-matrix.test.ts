@@ -19,6 +19,8 @@ type Send = Awaited<ReturnType<typeof keySender>>['send'];
 
 interface Fixture {
   queuedA: () => Promise<number>;
+  /** The message a delivery belongs to. */
+  messageOf: (deliveryId: string) => Promise<string>;
   a: { endpoint: string; spare: string; delivery: string; dead: string; kept: string; replay: string };
   b: { endpoint: string; delivery: string; dead: string; replay: string };
 }
@@ -85,6 +87,13 @@ const MATRIX: Record<string, Case> = {
     cross: async (s, f) =>
       void (await status(s('GET', `/v1/endpoints/${f.b.endpoint}/health`), 404, 'health B')),
     own: async (s, f) => void (await status(s('GET', `/v1/endpoints/${f.a.endpoint}/health`), 200, 'health')),
+  },
+  'GET /v1/endpoints/:id/latency': {
+    kind: 'scoped',
+    cross: async (s, f) =>
+      void (await status(s('GET', `/v1/endpoints/${f.b.endpoint}/latency`), 404, 'latency B')),
+    own: async (s, f) =>
+      void (await status(s('GET', `/v1/endpoints/${f.a.endpoint}/latency`), 200, 'latency')),
   },
   'GET /v1/endpoints/:id': {
     kind: 'scoped',
@@ -230,6 +239,22 @@ const MATRIX: Record<string, Case> = {
       assert.equal(body.pending + body.awaiting_retry + body.in_flight, await f.queuedA());
     },
   },
+  'POST /v1/messages/:id/expunge': {
+    kind: 'scoped',
+    cross: async (s, f) => {
+      const message = await f.messageOf(f.b.delivery);
+      await status(s('POST', `/v1/messages/${message}/expunge`), 404, 'expunge B');
+    },
+    own: async (s, f) => {
+      const sent = await status(
+        s('POST', '/v1/deliveries', { endpoint_id: f.a.endpoint, event_type: 'x', payload: { erase: 'me' } }),
+        202,
+        'enqueue to erase',
+      );
+      const body = await status(s('POST', `/v1/messages/${sent.message_id}/expunge`), 200, 'expunge');
+      assert.equal(body.payload_expired, true);
+    },
+  },
   'GET /v1/event-types': {
     kind: 'shared',
     own: async (s) => void (await status(s('GET', '/v1/event-types'), 200, 'catalog')),
@@ -268,7 +293,8 @@ describe('tenant isolation over every /v1 route', () => {
              WHERE endpoint_id = ${f.b.endpoint}),
           (SELECT string_agg(concat_ws(',', d.id, d.status, d.attempt_count, d.dead_at), ';' ORDER BY d.id)
              FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE m.tenant_id = 'tenant_b'),
-          (SELECT count(*) FROM messages WHERE tenant_id = 'tenant_b'),
+          (SELECT string_agg(concat_ws(',', id, md5(payload), payload_expired_at), ';' ORDER BY id)
+             FROM messages WHERE tenant_id = 'tenant_b'),
           (SELECT string_agg(concat_ws(',', delivery_id, next_attempt_at, attempt_count), ';' ORDER BY delivery_id)
              FROM delivery_queue WHERE endpoint_id = ${f.b.endpoint}),
           (SELECT count(*) FROM replay_audit WHERE tenant_id = 'tenant_b' OR tenant_id IS NULL),
@@ -280,6 +306,8 @@ describe('tenant isolation over every /v1 route', () => {
   before(async () => {
     db = await createTestDatabase();
     t = await createTestApp(db);
+    f.messageOf = async (deliveryId) =>
+      (await db.sql`SELECT message_id FROM deliveries WHERE id = ${deliveryId}`)[0]!.message_id as string;
     f.queuedA = async () =>
       (
         await db.sql`SELECT count(*)::int AS n FROM delivery_queue q JOIN endpoints e ON e.id = q.endpoint_id
