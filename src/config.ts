@@ -6,6 +6,8 @@
 
 import path from 'node:path';
 import { DEFAULT_PATTERN_THRESHOLDS, type PatternThresholds } from './deliveries/dead-letter-patterns.js';
+import type { RetryPolicy } from './deliveries/retry-policy.js';
+import type { BreakerPolicy } from './endpoints/breaker.js';
 
 export class ConfigError extends Error {}
 
@@ -51,6 +53,8 @@ export interface Config {
   metricsCacheSeconds: number;
   /** When the dead-letter analysis calls a pattern an outage, auth failure, drip (seed 004). */
   deadLetterPatterns: PatternThresholds;
+  /** The retry and breaker policies, built once from the variables above and passed down. */
+  policies: { retry: RetryPolicy; breaker: BreakerPolicy };
 }
 
 type Env = Record<string, string | undefined>;
@@ -175,6 +179,21 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken,
     metricsCacheSeconds: numberVar(env, 'HOOKPOST_METRICS_CACHE_SECONDS', 5),
     deadLetterPatterns: patternThresholds(env),
+    policies: undefined as never, // filled in below, from the validated values
+  };
+  config.policies = {
+    retry: {
+      baseSeconds: config.retryBaseSeconds,
+      capSeconds: config.retryCapSeconds,
+      maxAttempts: config.maxAttempts,
+      retryAfterMaxSeconds: config.retryAfterMaxSeconds,
+    },
+    breaker: {
+      threshold: config.breakerThreshold,
+      cooldownSeconds: config.breakerCooldownSeconds,
+      maxCooldownSeconds: config.breakerMaxCooldownSeconds,
+      disableAfterSeconds: config.disableAfterSeconds,
+    },
   };
   // A batch is one transaction holding its rows locked: keep it small. A rate of 0 would never
   // finish, and one below 1/1000 s is surely a typo for a larger number.
@@ -192,8 +211,16 @@ export function loadConfig(env: Env = process.env): Config {
       'HOOKPOST_BREAKER_MAX_COOLDOWN_SECONDS must be >= HOOKPOST_BREAKER_COOLDOWN_SECONDS',
     );
   }
-  if (config.leaseSeconds * 1000 <= config.requestTimeoutMs) {
-    throw new ConfigError('HOOKPOST_LEASE_SECONDS must be longer than HOOKPOST_REQUEST_TIMEOUT_MS');
+  // A claimed delivery can wait up to about one request timeout in the dispatcher's local buffer
+  // (one endpoint buffers at most two rounds of its HTTP slots) before its own attempt, which
+  // can take another timeout: a shorter lease could run out mid-attempt and the delivery be
+  // sent twice. The dispatcher also refuses to start an attempt that its lease cannot cover.
+  if (config.leaseSeconds * 1000 <= 2 * config.requestTimeoutMs) {
+    throw new ConfigError(
+      `HOOKPOST_LEASE_SECONDS (${config.leaseSeconds}) must be longer than twice HOOKPOST_REQUEST_TIMEOUT_MS ` +
+        `(${config.requestTimeoutMs} ms): a claimed delivery can wait one timeout in the dispatcher's buffer ` +
+        'before its attempt, which can take another',
+    );
   }
   return config;
 }

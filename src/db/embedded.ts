@@ -15,6 +15,8 @@ import path from 'node:path';
 
 export interface EmbeddedDatabase {
   url: string;
+  /** The postmaster's process id (tests kill it to simulate a crash). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -112,6 +114,11 @@ function startServer(bin: Binaries, clusterDir: string, options: EmbeddedOptions
       ...ids,
       env: { ...process.env, LC_ALL: 'C' },
       stdio: ['ignore', 'ignore', 'pipe'],
+      // Its own process group: Ctrl-C in a terminal signals the whole foreground group, and
+      // PostgreSQL's SIGINT is a fast shutdown that cuts every session at once, so the database
+      // went away while the dispatcher was still writing its last results (EPIPE) and those
+      // deliveries were sent again. hookpost stops it itself, last, after the pools are closed.
+      detached: true,
     });
     let log = '';
     let ready = false;
@@ -143,6 +150,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   process.once('exit', onExit);
   return {
     url: `postgres://postgres:${PASSWORD}@127.0.0.1:${options.port}/postgres`,
+    pid: child.pid!,
     async stop() {
       process.removeListener('exit', onExit);
       if (child.exitCode === null && child.signalCode === null) {

@@ -10,7 +10,7 @@
  * planReplay() fixes the matched set and writes the audit row; runReplay() works through it.
  * The API and `hookpost replay` both use them.
  */
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { insertAudit, notifyOnCommit, requeueLocked } from './replay.js';
 
 /** The largest `limit` accepted (without a limit a replay takes every match). */
@@ -58,7 +58,7 @@ export interface ReplayOutcome extends ReplayProgress {
 }
 
 /** The matched set: dead letters by the filter that had died by `asOf`. */
-function matches(sql: Sql, filter: ReplayFilter, asOf: string) {
+function matches(sql: Executor, filter: ReplayFilter, asOf: string) {
   return sql`
     d.status = 'dead_letter' AND d.dead_at <= ${asOf}::text::timestamptz
     ${filter.since === undefined ? sql`` : sql`AND d.dead_at >= ${filter.since}::text::timestamptz`}
@@ -178,8 +178,7 @@ export async function runReplay(sql: Sql, plan: ReplayPlan, filter: ReplayFilter
   try {
     for (;;) {
       if (pace.signal?.aborted) break;
-      const batch = await sql.begin(async (transaction) => {
-        const tx = transaction as unknown as Sql;
+      const batch = await sql.begin(async (tx) => {
         const rows = await tx<CandidateRow[]>`
           SELECT d.id, to_json(d.dead_at) #>> '{}' AS dead_at, e.enabled AND e.deleted_at IS NULL AS available
           FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id

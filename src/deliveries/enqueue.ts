@@ -3,8 +3,9 @@
  * idempotency enforced by unique indexes (see sql/0001_init.sql), never by read-then-write.
  */
 import { createHash } from 'node:crypto';
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
+import { initialAt } from './queue-state.js';
 
 export interface EnqueueItem {
   endpointId: string | null;
@@ -129,10 +130,10 @@ export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]):
         SELECT id, message_id, endpoint_id FROM targets
         RETURNING id, message_id, endpoint_id, status
       ),
-      -- A disabled endpoint's deliveries are parked at 'infinity' until it is re-enabled.
+      -- Due now, or parked when the endpoint is disabled or its circuit open (queue-state.ts).
       queued AS (
         INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at)
-        SELECT id, endpoint_id, message_id, CASE WHEN enabled THEN now() ELSE 'infinity' END FROM targets
+        SELECT t.id, t.endpoint_id, t.message_id, ${initialAt(tx, tx`t.endpoint_id`, tx`now()`)} FROM targets t
       )
       SELECT i.id AS message_id, c.id AS delivery_id, c.endpoint_id, c.status
       FROM inserted i LEFT JOIN created c ON c.message_id = i.id`;
@@ -150,9 +151,7 @@ export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]):
     }
     const skipped = items.map((_, index) => index).filter((index) => !results.has(ids[index]!));
     const duplicates =
-      skipped.length > 0
-        ? await resolveDuplicates(tx as unknown as Sql, producer, items, hashes, skipped, ids)
-        : new Map();
+      skipped.length > 0 ? await resolveDuplicates(tx, producer, items, hashes, skipped, ids) : new Map();
     return ids.map((id, index) => results.get(id) ?? duplicates.get(index)!);
   });
 }
@@ -163,7 +162,7 @@ export async function enqueue(sql: Sql, producer: string, items: EnqueueItem[]):
  * throws so the whole transaction rolls back.
  */
 async function resolveDuplicates(
-  tx: Sql,
+  tx: Executor,
   producer: string,
   items: EnqueueItem[],
   hashes: Buffer[],

@@ -6,8 +6,9 @@
  * recorded in replay_audit, and each delivery it requeued in replayed_deliveries, in the same
  * transaction as the requeue. Paced bulk replays: deliveries/bulk-replay.ts.
  */
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
+import { initialAt } from './queue-state.js';
 import { WAKEUP_CHANNEL } from './wakeup.js';
 
 /** Why a delivery cannot be replayed; the API maps `kind` to 404 or 409. */
@@ -47,7 +48,7 @@ export interface NewAudit {
 }
 
 /** Writes an audit row and returns its id (`rpl_…`). */
-export async function insertAudit(sql: Sql, audit: NewAudit): Promise<string> {
+export async function insertAudit(sql: Executor, audit: NewAudit): Promise<string> {
   const id = newId('rpl_');
   await sql`
     INSERT INTO replay_audit (id, actor, filter, dry_run, matched, replayed, skipped, state, finished_at)
@@ -71,7 +72,7 @@ export async function getAudit(sql: Sql, id: string): Promise<AuditRow | undefin
  * One statement; returns the ids actually requeued.
  */
 export async function requeueLocked(
-  tx: Sql,
+  tx: Executor,
   rows: { id: string; delayMs: number }[],
   auditId: string,
 ): Promise<string[]> {
@@ -87,7 +88,9 @@ export async function requeueLocked(
     ),
     queued AS (
       INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, attempt_count)
-      SELECT id, endpoint_id, message_id, now() + delay_ms * interval '1 millisecond', 0 FROM previous
+      -- parked instead when the endpoint's circuit is open (queue-state.ts): released with the rest
+      SELECT p.id, p.endpoint_id, p.message_id,
+        ${initialAt(tx, tx`p.endpoint_id`, tx`now() + p.delay_ms * interval '1 millisecond'`)}, 0 FROM previous p
       ON CONFLICT (delivery_id) DO UPDATE SET attempt_count = 0, next_attempt_at = excluded.next_attempt_at
         WHERE delivery_queue.lease_expires_at IS NULL
       RETURNING delivery_id
@@ -106,7 +109,7 @@ export async function requeueLocked(
 }
 
 /** Wakes the dispatchers when the transaction commits (NOTIFY is delivered at commit, never on rollback). */
-export async function notifyOnCommit(tx: Sql): Promise<void> {
+export async function notifyOnCommit(tx: Executor): Promise<void> {
   await tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`;
 }
 
@@ -124,9 +127,7 @@ interface ReplayableRow {
  * endpoint first). Returns the audit id.
  */
 export async function replayDelivery(sql: Sql, id: string, actor: string): Promise<string> {
-  return sql.begin(async (transaction) => {
-    // postgres.js types a transaction apart from a pool; the queries below work on either.
-    const tx = transaction as unknown as Sql;
+  return sql.begin(async (tx) => {
     const [row] = await tx<ReplayableRow[]>`
       SELECT d.status, q.lease_expires_at IS NOT NULL AS leased, e.enabled, e.deleted_at IS NOT NULL AS deleted
       FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
