@@ -29,7 +29,7 @@ export function returnFate(sql: Executor, endpointId: Fragment, deliveryId: Frag
     SELECT CASE
       WHEN fe.deleted_at IS NOT NULL THEN 'cancel'
       WHEN NOT fe.enabled OR (coalesce(fh.state, 'closed') <> 'closed'
-                              AND fh.probe_delivery_id IS DISTINCT FROM ${deliveryId}) THEN 'park'
+                              AND NOT coalesce(fh.probe_delivery_id = ${deliveryId}, false)) THEN 'park'
       ELSE 'wait' END
     FROM endpoints fe LEFT JOIN endpoint_health fh ON fh.endpoint_id = fe.id
     WHERE fe.id = ${endpointId})`;
