@@ -57,8 +57,8 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
   const closers: Closer[] = [];
   const database = await openDatabase(config, log);
   closers.unshift(() => database.stop());
-  // A short connect timeout: with the database unreachable, requests answer 503 within ~2 s.
-  const sql = connect(database.url, { max: 20, applicationName: 'hookpost-api', connectTimeoutSeconds: 2 });
+  // A short connect timeout: with the database unreachable, requests answer 503 within 2 s.
+  const sql = connect(database.url, { max: 20, applicationName: 'hookpost-api', connectTimeoutSeconds: 1.5 });
   closers.unshift(() => sql.end({ timeout: 5 }));
 
   const applied = await migrate(sql);

@@ -13,8 +13,9 @@ export interface ConnectOptions {
   asyncCommit?: boolean;
   applicationName?: string;
   /**
-   * How long opening a connection may take. The API pool keeps it short so that, with the
-   * database unreachable, a request is answered 503 within about two seconds instead of ten.
+   * How long opening a connection may take (TCP, TLS, authentication). The API pool keeps it at
+   * 1.5 s so that, with the database unreachable or still starting up (a connection accepted but
+   * not answered), a request is answered 503 within 2 s instead of ten.
    */
   connectTimeoutSeconds?: number;
 }

@@ -43,8 +43,8 @@ describe('database outage', () => {
     dispatcher = await startTestDispatcher(
       { ...db, sql: dispatchSql },
       {
-        HOOKPOST_LEASE_SECONDS: '3',
-        HOOKPOST_REQUEST_TIMEOUT_MS: '1000',
+        HOOKPOST_LEASE_SECONDS: '4.5',
+        HOOKPOST_REQUEST_TIMEOUT_MS: '2000',
         // One attempt: a reaped lease dead-letters at once, so a lost result would show.
         HOOKPOST_MAX_ATTEMPTS: '1',
         HOOKPOST_POLL_INTERVAL_MS: '1000',
@@ -66,7 +66,13 @@ describe('database outage', () => {
 
   it('503 + Retry-After while down, results kept through it, recovery by itself', async () => {
     endpointId = (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id;
-    for (let n = 0; n < 5; n++) assert.equal((await enqueue(n)).status, 202);
+    // One batch, so one claim sends all five at once (held well within the request timeout).
+    const items = Array.from({ length: 5 }, (_, n) => ({
+      endpoint_id: endpointId,
+      event_type: 'o',
+      payload: { n },
+    }));
+    assert.equal((await t.send('POST', '/v1/deliveries/batch', { items })).status, 202);
     await waitFor('five attempts in flight', () => held.length === 5);
 
     await proxy.cut();
@@ -81,7 +87,7 @@ describe('database outage', () => {
     assert.ok(Number(refused.headers.get('retry-after')) > 0, 'Retry-After is set');
     assert.ok(took < 2000, `answered after ${took} ms`);
 
-    await sleep(4000); // longer than the 3 s lease
+    await sleep(5000); // longer than the 4.5 s lease
     hold = false;
     await proxy.restore();
     const back = Date.now();
