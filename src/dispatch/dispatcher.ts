@@ -37,12 +37,13 @@ interface Job {
 }
 
 /**
- * With due rows that this process cannot claim now (saturated here, rate- or concurrency-limited,
- * claimed by another dispatcher's lock), look again after this long, doubling up to the maximum
- * while it stays so. Parked rows are never due, so this only lasts while a limit holds.
+ * With due rows that this process cannot claim now, look again this soon (or when a slot frees
+ * up). Parked rows are never due, so this only happens while a limit holds: the endpoint is
+ * saturated here, out of rate tokens, at max_in_flight, or being claimed by another dispatcher.
+ * A short, fixed re-check paces a rate-limited endpoint smoothly (a backoff made its requests
+ * bunch into bursts).
  */
 const BUSY_RECHECK_MS = 20;
-const BUSY_RECHECK_MAX_MS = 200;
 /** After a failed claim (database unreachable) wait 100 ms, doubling, at most this long. */
 const CLAIM_RETRY_MAX_MS = 1000;
 /** A new rate or concurrency limit is honoured by claims within this long (ms). */
@@ -135,7 +136,6 @@ export class Dispatcher {
   private async claimLoop(): Promise<void> {
     const { config, log, sql } = this.deps;
     let failures = 0;
-    let busyMs = BUSY_RECHECK_MS;
     while (!this.stopping) {
       const { saturated, queuedElsewhere } = this.local.load();
       const room = this.highWater - queuedElsewhere - this.inFlight;
@@ -157,7 +157,6 @@ export class Dispatcher {
         if (failures > 0) log.info({ failures }, 'claiming works again');
         failures = 0;
         if (claimed.length > 0) {
-          busyMs = BUSY_RECHECK_MS;
           await this.enqueueLocal(claimed, claimStartedAt + config.leaseSeconds * 1000);
           continue; // there may be more due right now
         }
@@ -166,13 +165,8 @@ export class Dispatcher {
         // Due rows that the claim did not take belong to saturated or limited endpoints (a
         // disabled endpoint's or open circuit's rows are parked, never due): look again soon,
         // or as soon as a slot frees up.
-        if (untilDue <= 0) {
-          await this.waitForCapacity(busyMs);
-          busyMs = Math.min(BUSY_RECHECK_MAX_MS, busyMs * 2);
-        } else {
-          busyMs = BUSY_RECHECK_MS;
-          await this.sleep(Math.min(untilDue, config.pollIntervalMs));
-        }
+        if (untilDue <= 0) await this.waitForCapacity(BUSY_RECHECK_MS);
+        else await this.sleep(Math.min(untilDue, config.pollIntervalMs));
       } catch (error) {
         failures++;
         // One line for the first failure, then at 2, 4, 8 …: an outage must not flood the log.
