@@ -2,7 +2,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isDatabaseUnavailable } from '../db/connect.js';
-import type { Logger } from '../log.js';
+import { errorFields, type Logger } from '../log.js';
 
 /** Seconds a client is told to wait when the database is unreachable (Retry-After). */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
@@ -69,16 +69,7 @@ export function createErrorHandler(log: Logger) {
     }
     // Class, SQLSTATE and message only: never the error object, whose fields (a query's
     // parameters, a PostgreSQL `detail`) can quote payloads or secrets.
-    log.error(
-      {
-        route: c.req.routePath,
-        method: c.req.method,
-        errorName: error.name,
-        sqlState: (error as { code?: unknown }).code,
-        message: error.message,
-      },
-      'unhandled error',
-    );
+    log.error({ route: c.req.routePath, method: c.req.method, ...errorFields(error) }, 'unhandled error');
     return c.json(errorBody('internal_error', 'internal error'), 500);
   };
 }
