@@ -14,6 +14,7 @@ import { errorFields, type Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { CompletionWriter } from './completions.js';
 import { type DispatchEndpoint, EndpointCache } from './endpoint-cache.js';
+import { leaseCoversAttempt } from './lease.js';
 import { LocalQueues } from './local-queues.js';
 import { startMaintenance } from './maintenance.js';
 import { type CircuitChange, createOutcomeHandler } from './outcomes.js';
@@ -231,12 +232,13 @@ export class Dispatcher {
 
   private async deliver({ job, endpoint, leaseEndsAt }: Job): Promise<void> {
     const { config, log } = this.deps;
-    // The attempt must end, and its result be written, before the lease does: else another
-    // dispatcher may take the delivery over mid-attempt and send it twice. A claim that waited
-    // too long in the buffer is handed back uncharged instead (a tenth of the lease, at most a
-    // second, is left for writing the result).
-    const margin = Math.min(1000, (config.leaseSeconds * 1000) / 10);
-    const tooLate = Date.now() + config.requestTimeoutMs + margin > leaseEndsAt;
+    // Out of lease (it waited too long in the buffer): sending now could outlive the lease.
+    const tooLate = !leaseCoversAttempt(
+      Date.now(),
+      leaseEndsAt,
+      config.requestTimeoutMs,
+      config.leaseSeconds,
+    );
     if (!endpoint?.enabled || tooLate) {
       // Disabled (or deleted) between claim and send, or out of lease: hand it back uncharged;
       // the queue-state rule parks or cancels it.

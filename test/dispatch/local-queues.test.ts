@@ -1,6 +1,7 @@
 /** The dispatcher's local buffer (dispatch/local-queues.ts), directly: no database, no clock. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { leaseCoversAttempt } from '../../src/dispatch/lease.js';
 import { LocalQueues } from '../../src/dispatch/local-queues.js';
 
 /** Takes until nothing is takeable; returns the endpoint of each item taken, in order. */
@@ -67,5 +68,16 @@ describe('local buffer', () => {
     assert.equal(q.take(), undefined, 'a1 still holds the only slot');
     q.done('a');
     assert.equal(q.take()?.item, 'a3');
+  });
+});
+
+describe('lease cover', () => {
+  it('an attempt starts only if its timeout and the result write fit in the lease', () => {
+    // lease 60 s claimed at 0, timeout 15 s, write margin 1 s: the last start is at 44 s
+    assert.equal(leaseCoversAttempt(44_000, 60_000, 15_000, 60), true);
+    assert.equal(leaseCoversAttempt(44_001, 60_000, 15_000, 60), false);
+    // short test leases keep a tenth of the lease for the write
+    assert.equal(leaseCoversAttempt(1_700, 3_000, 1_000, 3), true);
+    assert.equal(leaseCoversAttempt(1_701, 3_000, 1_000, 3), false);
   });
 });

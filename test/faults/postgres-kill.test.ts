@@ -115,15 +115,22 @@ describe('kill -9 of PostgreSQL mid-enqueue', () => {
     };
     const producers = Array.from({ length: 4 }, producer);
 
-    await waitFor('some accepted', () => accepted.size >= 200, 30000);
-    process.kill(-pg.pid, 'SIGKILL'); // postmaster and every backend at once
-    await sleep(2000);
-    const acceptedBeforeRestart = accepted.size;
-    restartingAt = Date.now();
-    pg = await startServer(dir, pgPort);
-    await waitFor('enqueue to work again', () => accepted.size >= acceptedBeforeRestart + 100, 30000);
-    producing = false;
-    await Promise.all(producers);
+    try {
+      await waitFor('some accepted', () => accepted.size >= 200, 30000);
+      process.kill(-pg.pid, 'SIGKILL'); // postmaster and every backend at once
+      await sleep(2000);
+      const acceptedBeforeRestart = accepted.size;
+      restartingAt = Date.now();
+      pg = await startServer(dir, pgPort);
+      await waitFor('enqueue to work again', () => accepted.size >= acceptedBeforeRestart + 100, 30000);
+    } catch (error) {
+      throw new Error(
+        `${(error as Error).message}; hookpost exit code ${hookpost.child.exitCode}:\n${hookpost.output()}`,
+      );
+    } finally {
+      producing = false; // else the producers keep the test process alive after a failure
+      await Promise.all(producers);
+    }
 
     assert.equal(hookpost.child.exitCode, null, `hookpost survived the crash:\n${hookpost.output()}`);
     assert.equal(statuses.get(500) ?? 0, 0, `no 500s: ${JSON.stringify([...statuses])}`);
