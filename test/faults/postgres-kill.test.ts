@@ -11,8 +11,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect } from '../../src/db/connect.js';
 import { type EmbeddedDatabase, startEmbeddedPostgres } from '../../src/db/embedded.js';
-import { freePort, type HookpostProcess, runHookpost } from '../cli/process.js';
+import { type HookpostProcess, runHookpost } from '../cli/process.js';
 import { type Receiver, startReceiver, TOKEN, waitFor } from '../helpers.js';
+import { freeFixedPort } from './ports.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -39,10 +40,10 @@ describe('kill -9 of PostgreSQL mid-enqueue', () => {
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'hookpost-pgkill-'));
     await chmod(dir, 0o755);
-    pgPort = await freePort();
+    pgPort = await freeFixedPort();
     pg = await startServer(dir, pgPort);
     receiver = await startReceiver();
-    apiPort = await freePort();
+    apiPort = await freeFixedPort();
     hookpost = runHookpost(['start'], {
       DATABASE_URL: pg.url,
       PORT: String(apiPort),
@@ -67,6 +68,8 @@ describe('kill -9 of PostgreSQL mid-enqueue', () => {
     });
 
   it('loses no acknowledged delivery, answers 503 while down, recovers by itself', async () => {
+    // The banner comes only once hookpost itself listens (not another test's server on the port).
+    await hookpost.waitForOutput('hookpost is listening on', 60000);
     await waitFor(
       'the API',
       async () => (await api('GET', '/readyz').catch(() => undefined))?.status === 200,

@@ -9,8 +9,9 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { freePort, type HookpostProcess, runHookpost } from '../cli/process.js';
+import { type HookpostProcess, runHookpost } from '../cli/process.js';
 import { type Receiver, startReceiver, TOKEN, waitFor } from '../helpers.js';
+import { freeFixedPort } from './ports.js';
 
 describe('hookpost start: Ctrl-C with work in flight on the embedded database', () => {
   let dataDir: string;
@@ -25,8 +26,8 @@ describe('hookpost start: Ctrl-C with work in flight on the embedded database', 
     await chmod(dataDir, 0o755);
     env = {
       HOOKPOST_DATA_DIR: dataDir,
-      PORT: String(await freePort()),
-      HOOKPOST_EMBEDDED_PG_PORT: String(await freePort()),
+      PORT: String(await freeFixedPort()),
+      HOOKPOST_EMBEDDED_PG_PORT: String(await freeFixedPort()),
       HOOKPOST_ADMIN_TOKEN: TOKEN,
       HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
       HOOKPOST_DISPATCH_CONCURRENCY: '8',
@@ -51,6 +52,8 @@ describe('hookpost start: Ctrl-C with work in flight on the embedded database', 
   async function start(): Promise<HookpostProcess> {
     const proc = runHookpost(['start'], env, { detached: true });
     procs.push(proc);
+    // The banner comes only once hookpost itself listens (not another test's server on the port).
+    await proc.waitForOutput('hookpost is listening on', 60000);
     await waitFor(
       'the API',
       async () => (await api('GET', '/readyz').catch(() => undefined))?.status === 200,
