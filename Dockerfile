@@ -3,6 +3,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# postinstall (patch-package) applies patches/: the postgres.js socket guard, see README
+COPY patches ./patches
 RUN npm ci --omit=optional --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
@@ -15,6 +17,8 @@ FROM node:20-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 HOOKPOST_DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
+# postinstall (patch-package) applies patches/: the postgres.js socket guard, see README
+COPY patches ./patches
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
 # The pages (/ui, /docs) are served from here at run time.

@@ -8,6 +8,8 @@ import dns from 'node:dns';
 import net from 'node:net';
 import path from 'node:path';
 import { DEFAULT_PATTERN_THRESHOLDS, type PatternThresholds } from './deliveries/dead-letter-patterns.js';
+import type { RetryPolicy } from './deliveries/retry-policy.js';
+import type { BreakerPolicy } from './endpoints/breaker.js';
 
 export class ConfigError extends Error {}
 
@@ -73,6 +75,8 @@ export interface Config {
   retentionBatchSize: number;
   /** Pause between two retention batches, so the pass never hogs the database. */
   retentionPauseMs: number;
+  /** The retry and breaker policies, built once from the variables above and passed down. */
+  policies: { retry: RetryPolicy; breaker: BreakerPolicy };
 }
 
 type Env = Record<string, string | undefined>;
@@ -292,6 +296,21 @@ export function loadConfig(env: Env = process.env): Config {
     dnsServers: dnsServers(env),
     dnsMaxTtlSeconds: numberVar(env, 'HOOKPOST_DNS_MAX_TTL_SECONDS', 300, { min: 0 }),
     ...retention(env),
+    policies: undefined as never, // filled in below, from the validated values
+  };
+  config.policies = {
+    retry: {
+      baseSeconds: config.retryBaseSeconds,
+      capSeconds: config.retryCapSeconds,
+      maxAttempts: config.maxAttempts,
+      retryAfterMaxSeconds: config.retryAfterMaxSeconds,
+    },
+    breaker: {
+      threshold: config.breakerThreshold,
+      cooldownSeconds: config.breakerCooldownSeconds,
+      maxCooldownSeconds: config.breakerMaxCooldownSeconds,
+      disableAfterSeconds: config.disableAfterSeconds,
+    },
   };
   // A batch is one transaction holding its rows locked: keep it small. A rate of 0 would never
   // finish, and one below 1/1000 s is surely a typo for a larger number.
@@ -315,8 +334,16 @@ export function loadConfig(env: Env = process.env): Config {
       'HOOKPOST_RETENTION_INTERVAL_SECONDS must be shorter than HOOKPOST_PARTITION_INTERVAL_SECONDS × HOOKPOST_PARTITIONS_AHEAD',
     );
   }
-  if (config.leaseSeconds * 1000 <= config.requestTimeoutMs) {
-    throw new ConfigError('HOOKPOST_LEASE_SECONDS must be longer than HOOKPOST_REQUEST_TIMEOUT_MS');
+  // A claimed delivery can wait up to about one request timeout in the dispatcher's local buffer
+  // (one endpoint buffers at most two rounds of its HTTP slots) before its own attempt, which
+  // can take another timeout: a shorter lease could run out mid-attempt and the delivery be
+  // sent twice. The dispatcher also refuses to start an attempt that its lease cannot cover.
+  if (config.leaseSeconds * 1000 <= 2 * config.requestTimeoutMs) {
+    throw new ConfigError(
+      `HOOKPOST_LEASE_SECONDS (${config.leaseSeconds}) must be longer than twice HOOKPOST_REQUEST_TIMEOUT_MS ` +
+        `(${config.requestTimeoutMs} ms): a claimed delivery can wait one timeout in the dispatcher's buffer ` +
+        'before its attempt, which can take another',
+    );
   }
   return config;
 }

@@ -18,7 +18,7 @@ import { Dispatcher } from './dispatch/dispatcher.js';
 import { startResealing } from './endpoints/reseal.js';
 import { createSecretBox } from './endpoints/secrets.js';
 import { EndpointStore } from './endpoints/store.js';
-import type { Logger } from './log.js';
+import { errorFields, type Logger } from './log.js';
 import { createMetrics } from './metrics/registry.js';
 import { VERSION } from './version.js';
 
@@ -50,11 +50,31 @@ async function listen(
   }
 }
 
+/**
+ * An error nothing caught leaves the process in an unknown state (postgres.js can throw one from
+ * a timer when the server dies mid-write; see patches/): log one fatal line and exit 1, so a
+ * supervisor (Docker `restart: unless-stopped`, systemd `Restart=on-failure`) starts a fresh
+ * process. Nothing is lost: accepted deliveries are on disk and leases run out.
+ */
+function exitOnUncaughtErrors(log: Logger): void {
+  const die = (kind: string) => (error: unknown) => {
+    log.fatal(
+      { ...errorFields(error), kind },
+      'uncaught error: exiting so that a supervisor restarts the process',
+    );
+    process.exit(1);
+  };
+  process.on('uncaughtException', die('uncaughtException'));
+  process.on('unhandledRejection', die('unhandledRejection'));
+}
+
 export async function runRoles(config: Config, log: Logger, roles: RoleOptions): Promise<number> {
+  exitOnUncaughtErrors(log);
   const closers: Closer[] = [];
   const database = await openDatabase(config, log);
   closers.unshift(() => database.stop());
-  const sql = connect(database.url, { max: 20, applicationName: 'hookpost-api' });
+  // A short connect timeout: with the database unreachable, requests answer 503 within 2 s.
+  const sql = connect(database.url, { max: 20, applicationName: 'hookpost-api', connectTimeoutSeconds: 1.5 });
   closers.unshift(() => sql.end({ timeout: 5 }));
   await verifyConnection(sql, database).catch(async (error) => {
     for (const close of closers) await close().catch(() => {});
@@ -148,10 +168,7 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
           await close();
         } catch (error) {
           code = 1;
-          log.error(
-            { errorName: (error as Error).name, message: (error as Error).message },
-            'shutdown step failed',
-          );
+          log.error(errorFields(error), 'shutdown step failed');
         }
       }
       resolve(code);

@@ -23,6 +23,35 @@ describe('loadConfig', () => {
     assert.equal(c.databaseUrl, undefined);
   });
 
+  it('needs a lease longer than twice the request timeout (buffer wait + attempt)', () => {
+    assert.throws(
+      () => loadConfig({ HOOKPOST_LEASE_SECONDS: '20', HOOKPOST_REQUEST_TIMEOUT_MS: '15000' }),
+      (e: Error) =>
+        e instanceof ConfigError &&
+        /HOOKPOST_LEASE_SECONDS.*twice HOOKPOST_REQUEST_TIMEOUT_MS/.test(e.message),
+    );
+    assert.equal(
+      loadConfig({ HOOKPOST_LEASE_SECONDS: '31', HOOKPOST_REQUEST_TIMEOUT_MS: '15000' }).leaseSeconds,
+      31,
+    );
+  });
+
+  it('builds the retry and breaker policies once', () => {
+    const c = loadConfig({ HOOKPOST_MAX_ATTEMPTS: '3', HOOKPOST_BREAKER_THRESHOLD: '4' });
+    assert.deepEqual(c.policies.retry, {
+      baseSeconds: 30,
+      capSeconds: 3600,
+      maxAttempts: 3,
+      retryAfterMaxSeconds: 3600,
+    });
+    assert.deepEqual(c.policies.breaker, {
+      threshold: 4,
+      cooldownSeconds: 300,
+      maxCooldownSeconds: 3600,
+      disableAfterSeconds: 432000,
+    });
+  });
+
   it('accepts fractional durations', () => {
     const c = loadConfig({ HOOKPOST_RETRY_BASE_SECONDS: '0.05', HOOKPOST_RETRY_CAP_SECONDS: '0.2' });
     assert.equal(c.retryBaseSeconds, 0.05);

@@ -1,7 +1,11 @@
 /** The contract's error format: {"error": {"code", "message", "details"?}} with the right status. */
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { Logger } from '../log.js';
+import { isDatabaseUnavailable } from '../db/connect.js';
+import { errorFields, type Logger } from '../log.js';
+
+/** Seconds a client is told to wait when the database is unreachable (Retry-After). */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
 export class HttpError extends Error {
   constructor(
@@ -29,6 +33,17 @@ const NUL_IN_TEXT = new Set(['22021', '22P05']);
 /** The caller-facing form of a thrown error: an HttpError, or undefined for our own failures. */
 export function callerError(error: unknown): HttpError | undefined {
   if (error instanceof HttpError) return error;
+  // The database is down, restarting or out of connections. Send the request again shortly,
+  // with the same Idempotency-Key: a connection cut during COMMIT may have stored it after all.
+  if (isDatabaseUnavailable(error)) {
+    return new HttpError(
+      503,
+      'database_unavailable',
+      'the database is unavailable; try again shortly',
+      undefined,
+      { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+    );
+  }
   const sqlState = (error as { code?: unknown } | null)?.code;
   if (
     (error as Error | null)?.name === 'PostgresError' &&
@@ -54,16 +69,7 @@ export function createErrorHandler(log: Logger) {
     }
     // Class, SQLSTATE and message only: never the error object, whose fields (a query's
     // parameters, a PostgreSQL `detail`) can quote payloads or secrets.
-    log.error(
-      {
-        route: c.req.routePath,
-        method: c.req.method,
-        errorName: error.name,
-        sqlState: (error as { code?: unknown }).code,
-        message: error.message,
-      },
-      'unhandled error',
-    );
+    log.error({ route: c.req.routePath, method: c.req.method, ...errorFields(error) }, 'unhandled error');
     return c.json(errorBody('internal_error', 'internal error'), 500);
   };
 }

@@ -19,6 +19,8 @@ export interface EmbeddedDatabase {
   url: string;
   /** True when this start moved a cluster made with the old fixed password to a generated one. */
   passwordMigrated: boolean;
+  /** The postmaster's process id (tests kill it to simulate a crash). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -196,6 +198,11 @@ function startServer(bin: Binaries, clusterDir: string, options: EmbeddedOptions
       ...ids,
       env: { ...process.env, LC_ALL: 'C' },
       stdio: ['ignore', 'ignore', 'pipe'],
+      // Its own process group: Ctrl-C in a terminal signals the whole foreground group, and
+      // PostgreSQL's SIGINT is a fast shutdown that cuts every session at once, so the database
+      // went away while the dispatcher was still writing its last results (EPIPE) and those
+      // deliveries were sent again. hookpost stops it itself, last, after the pools are closed.
+      detached: true,
     });
     let log = '';
     let ready = false;
@@ -241,6 +248,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${options.port}/postgres`,
     passwordMigrated,
+    pid: child.pid!,
     async stop() {
       process.removeListener('exit', onExit);
       if (child.exitCode === null && child.signalCode === null) {

@@ -10,9 +10,9 @@
  * planReplay() fixes the matched set and writes the audit row; runReplay() works through it.
  * The API and `hookpost replay` both use them.
  */
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import type { Actor } from '../tenants/audit.js';
-import { type Queryable, tenantIs } from '../tenants/scope.js';
+import { tenantIs } from '../tenants/scope.js';
 import { insertAudit, notifyOnCommit, ReplayError, requeueLocked } from './replay.js';
 
 /** The largest `limit` accepted (without a limit a replay takes every match). */
@@ -62,7 +62,7 @@ export interface ReplayOutcome extends ReplayProgress {
 }
 
 /** The matched set: dead letters by the filter that had died by `asOf`, within the tenant scope. */
-function matches(sql: Queryable, filter: ReplayFilter, asOf: string) {
+function matches(sql: Executor, filter: ReplayFilter, asOf: string) {
   return sql`
     d.status = 'dead_letter' AND d.dead_at <= ${asOf}::text::timestamptz
     AND ${tenantIs(sql, filter, 'e.tenant_id')}

@@ -3,9 +3,10 @@
  * idempotency enforced by unique indexes (see sql/0001_init.sql), never by read-then-write.
  */
 import { createHash } from 'node:crypto';
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
-import { DEFAULT_TENANT, type Queryable, type TenantScope, tenantIs } from '../tenants/scope.js';
+import { DEFAULT_TENANT, type TenantScope, tenantIs } from '../tenants/scope.js';
+import { initialAt } from './queue-state.js';
 
 export interface EnqueueItem {
   /**
@@ -156,10 +157,10 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
         SELECT id, message_id, endpoint_id FROM targets
         RETURNING id, message_id, endpoint_id, status
       ),
-      -- A disabled endpoint's deliveries are parked at 'infinity' until it is re-enabled.
+      -- Due now, or parked when the endpoint is disabled or its circuit open (queue-state.ts).
       queued AS (
         INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at)
-        SELECT id, endpoint_id, message_id, CASE WHEN enabled THEN now() ELSE 'infinity' END FROM targets
+        SELECT t.id, t.endpoint_id, t.message_id, ${initialAt(tx, tx`t.endpoint_id`, tx`now()`)} FROM targets t
       )
       SELECT i.id AS message_id, c.id AS delivery_id, c.endpoint_id, c.status
       FROM inserted i LEFT JOIN created c ON c.message_id = i.id`;
@@ -188,7 +189,7 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
  * throws so the whole transaction rolls back.
  */
 async function resolveDuplicates(
-  tx: Queryable,
+  tx: Executor,
   tenants: string[],
   items: EnqueueItem[],
   hashes: Buffer[],
@@ -245,7 +246,7 @@ async function resolveDuplicates(
  * Returns each item's tenant: the one named, else the explicit endpoint's, else `default`.
  */
 async function lockExplicitEndpoints(
-  tx: Queryable,
+  tx: Executor,
   scope: TenantScope,
   items: EnqueueItem[],
 ): Promise<string[]> {

@@ -3,7 +3,8 @@
  * batch, never inside a transaction that spans an HTTP call. Why each is shaped the way it is:
  * docs/architecture.md ("Dispatch path").
  */
-import type { Sql } from '../db/connect.js';
+import type { Executor } from '../db/connect.js';
+import { markCancelled, returnFate, waitUntil } from './queue-state.js';
 
 export interface CompletedAttempt {
   deliveryId: string;
@@ -24,16 +25,23 @@ export interface CompletedAttempt {
 
 /**
  * Writes a batch of attempt results in one statement: appends every attempt to the log, then,
- * for results whose lease still holds, deletes the queue row (settled) or re-arms it (retry),
- * and records the outcome on the delivery (a HOT update). A late finisher whose lease was taken
- * over matches no queue row and changes nothing. Returns the ids whose result took effect.
+ * for results whose lease still holds, deletes the queue row (settled) or returns it to the
+ * queue (retry: due after its delay, parked if its endpoint was disabled or its circuit opened
+ * meanwhile, cancelled if its endpoint was deleted), and records the outcome on the delivery (a
+ * HOT update). A late finisher whose lease was taken over matches no queue row and changes
+ * nothing, with one exception: a success whose row nobody holds (the reaper took it back while
+ * the database was unreachable and the result could not be written) still counts, since the
+ * partner has it; the reaper's verdict was only a guess. Returns the ids whose result took effect.
  */
-export async function completeAttempts(sql: Sql, results: CompletedAttempt[]): Promise<Set<string>> {
+export async function completeAttempts(sql: Executor, results: CompletedAttempt[]): Promise<Set<string>> {
   if (results.length === 0) return new Set();
   const col = <K extends keyof CompletedAttempt>(key: K) => results.map((r) => r[key]);
   const rows = await sql<{ id: string }[]>`
     WITH r AS (
-      SELECT * FROM unnest(
+      SELECT t.*,
+        -- only rows that go back to the queue need their endpoint's state (two key lookups)
+        CASE WHEN t.status = 'failed' THEN ${returnFate(sql, sql`t.endpoint_id`, sql`t.delivery_id`)} END AS fate
+      FROM unnest(
         ${col('deliveryId')}::text[], ${col('endpointId')}::text[], ${col('leaseToken')}::uuid[],
         ${col('attempt')}::int[], ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
         ${col('durationMs')}::int[], ${col('statusCode')}::int[], ${col('outcome')}::text[],
@@ -50,27 +58,46 @@ export async function completeAttempts(sql: Sql, results: CompletedAttempt[]): P
     ),
     settled AS (
       DELETE FROM delivery_queue q USING r
-      WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token AND r.status <> 'failed'
+      WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token
+        AND (r.status <> 'failed' OR r.fate = 'cancel')
       RETURNING q.delivery_id
     ),
     retried AS (
       UPDATE delivery_queue q SET
         lease_token = NULL, lease_expires_at = NULL,
-        next_attempt_at = now() + r.delay_ms * interval '1 millisecond'
+        next_attempt_at = ${waitUntil(sql, sql`r.fate`, sql`now() + r.delay_ms * interval '1 millisecond'`)}
       FROM r
       WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token AND r.status = 'failed'
+        AND r.fate <> 'cancel'
       RETURNING q.delivery_id
     ),
-    owned AS (SELECT delivery_id FROM settled UNION ALL SELECT delivery_id FROM retried)
+    -- Late successes on rows nobody holds: requeued by the reaper and not claimed since (same
+    -- attempt count, no lease), or dead-lettered by it as lease_expired (no queue row left).
+    rescued_waiting AS (
+      DELETE FROM delivery_queue q USING r
+      WHERE q.delivery_id = r.delivery_id AND r.status = 'delivered' AND q.lease_token IS DISTINCT FROM r.lease_token
+        AND q.lease_expires_at IS NULL AND q.attempt_count = r.attempt
+      RETURNING q.delivery_id
+    ),
+    rescued_dead AS (
+      SELECT d.id AS delivery_id FROM deliveries d JOIN r ON r.delivery_id = d.id
+      WHERE r.status = 'delivered' AND d.status = 'dead_letter' AND d.last_error_class = 'lease_expired'
+        AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.delivery_id = d.id)
+    ),
+    owned AS (
+      SELECT delivery_id FROM settled UNION ALL SELECT delivery_id FROM retried
+      UNION ALL SELECT delivery_id FROM rescued_waiting UNION ALL SELECT delivery_id FROM rescued_dead
+    )
     UPDATE deliveries d SET
-      status = r.status,
+      status = CASE WHEN r.fate = 'cancel' THEN 'cancelled' ELSE r.status END,
       attempt_count = r.attempt,
       last_status_code = r.status_code,
       last_error_class = r.error_class,
       last_error = r.error,
       last_duration_ms = r.duration_ms,
       delivered_at = CASE WHEN r.status = 'delivered' THEN now() ELSE d.delivered_at END,
-      dead_at = CASE WHEN r.status = 'dead_letter' THEN now() ELSE d.dead_at END,
+      -- NULL stays NULL on the hot path (HOT update); only a rescued dead letter loses its dead_at
+      dead_at = CASE WHEN r.status = 'dead_letter' THEN now() WHEN r.status = 'delivered' THEN NULL ELSE d.dead_at END,
       updated_at = now()
     FROM r JOIN owned o ON o.delivery_id = r.delivery_id
     WHERE d.id = r.delivery_id
@@ -79,82 +106,85 @@ export async function completeAttempts(sql: Sql, results: CompletedAttempt[]): P
 }
 
 /**
- * Hands back claimed deliveries that were never sent (shutdown, endpoint disabled meanwhile):
- * the attempt is not charged and the row is due again at once for any dispatcher.
+ * Hands back claimed deliveries that were never sent (shutdown, lease too short to send, endpoint
+ * disabled meanwhile): the attempt is not charged, and the row waits again as the queue-state
+ * rule says (due now, parked, or cancelled for a deleted endpoint). Returns how many were handed back.
  */
 export async function releaseClaims(
-  sql: Sql,
+  sql: Executor,
   claims: { id: string; leaseToken: string }[],
-  /** 'park' for a disabled endpoint: wait at 'infinity' until it is re-enabled. */
-  due: 'now' | 'park' = 'now',
 ): Promise<number> {
   if (claims.length === 0) return 0;
-  const rows = await sql`
-    UPDATE delivery_queue q SET
-      attempt_count = q.attempt_count - 1, lease_token = NULL, lease_expires_at = NULL,
-      next_attempt_at = ${due === 'park' ? sql`'infinity'::timestamptz` : sql`now()`}
-    FROM unnest(${claims.map((c) => c.id)}::text[], ${claims.map((c) => c.leaseToken)}::uuid[]) AS r(id, lease_token)
-    WHERE q.delivery_id = r.id AND q.lease_token = r.lease_token
-    RETURNING q.delivery_id`;
-  return rows.length;
+  const [row] = await sql<{ n: number }[]>`
+    WITH r AS (
+      SELECT q.delivery_id, q.lease_token, ${returnFate(sql, sql`q.endpoint_id`, sql`q.delivery_id`)} AS fate
+      FROM unnest(${claims.map((c) => c.id)}::text[], ${claims.map((c) => c.leaseToken)}::uuid[]) AS u(id, lease_token)
+      JOIN delivery_queue q ON q.delivery_id = u.id AND q.lease_token = u.lease_token
+    ),
+    dropped AS (
+      DELETE FROM delivery_queue q USING r
+      WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token AND r.fate = 'cancel'
+      RETURNING q.delivery_id
+    ),
+    cancelled AS (${markCancelled(sql, sql`SELECT delivery_id FROM dropped`)}),
+    returned AS (
+      UPDATE delivery_queue q SET
+        attempt_count = q.attempt_count - 1, lease_token = NULL, lease_expires_at = NULL,
+        next_attempt_at = ${waitUntil(sql, sql`r.fate`, sql`now()`)}
+      FROM r
+      WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token AND r.fate <> 'cancel'
+      RETURNING q.delivery_id
+    )
+    SELECT ((SELECT count(*) FROM dropped) + (SELECT count(*) FROM returned))::int AS n`;
+  return row?.n ?? 0;
 }
 
 /**
- * Returns deliveries whose lease ran out (their dispatcher died or stalled) to the queue. The
- * claimed attempt stays counted, so a delivery that kills its dispatcher every time still ends
- * in dead_letter instead of looping forever.
+ * Returns deliveries whose lease ran out (their dispatcher died or stalled) to the queue, as the
+ * queue-state rule says (due now, parked, or cancelled for a deleted endpoint). The claimed
+ * attempt stays counted, so a delivery that kills its dispatcher every time still ends in
+ * dead_letter instead of looping forever.
  */
 export async function reapExpiredLeases(
-  sql: Sql,
+  sql: Executor,
   maxAttempts: number,
   limit = 1000,
-): Promise<{ requeued: number; deadLettered: number }> {
+): Promise<{ requeued: number; deadLettered: number; cancelled: number }> {
   const rows = await sql<{ status: string }[]>`
     WITH expired AS (
-      SELECT delivery_id, attempt_count >= ${maxAttempts} AS exhausted FROM delivery_queue
+      SELECT delivery_id, endpoint_id, attempt_count >= ${maxAttempts} AS exhausted FROM delivery_queue
       WHERE lease_expires_at < now()
       ORDER BY lease_expires_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     ),
+    fated AS (
+      SELECT x.*, ${returnFate(sql, sql`x.endpoint_id`, sql`x.delivery_id`)} AS fate FROM expired x
+    ),
     requeued AS (
-      UPDATE delivery_queue q SET lease_token = NULL, lease_expires_at = NULL, next_attempt_at = now()
-      FROM expired e WHERE q.delivery_id = e.delivery_id AND NOT e.exhausted
+      UPDATE delivery_queue q SET lease_token = NULL, lease_expires_at = NULL,
+        next_attempt_at = ${waitUntil(sql, sql`f.fate`, sql`now()`)}
+      FROM fated f WHERE q.delivery_id = f.delivery_id AND NOT f.exhausted AND f.fate <> 'cancel'
     ),
     dropped AS (
-      DELETE FROM delivery_queue q USING expired e WHERE q.delivery_id = e.delivery_id AND e.exhausted
+      DELETE FROM delivery_queue q USING fated f
+      WHERE q.delivery_id = f.delivery_id AND (f.exhausted OR f.fate = 'cancel')
     )
     UPDATE deliveries d SET
-      status = CASE WHEN e.exhausted THEN 'dead_letter' ELSE 'failed' END,
-      dead_at = CASE WHEN e.exhausted THEN now() ELSE d.dead_at END,
+      status = CASE WHEN f.fate = 'cancel' THEN 'cancelled' WHEN f.exhausted THEN 'dead_letter' ELSE 'failed' END,
+      dead_at = CASE WHEN f.exhausted AND f.fate <> 'cancel' THEN now() ELSE d.dead_at END,
       last_error_class = 'lease_expired', last_error = 'dispatcher lease expired before a result was recorded',
       updated_at = now()
-    FROM expired e WHERE d.id = e.delivery_id
+    FROM fated f WHERE d.id = f.delivery_id
     RETURNING d.status`;
-  const deadLettered = rows.filter((r) => r.status === 'dead_letter').length;
-  return { requeued: rows.length - deadLettered, deadLettered };
+  const count = (status: string) => rows.filter((r) => r.status === status).length;
+  return { requeued: count('failed'), deadLettered: count('dead_letter'), cancelled: count('cancelled') };
 }
 
 /** When the next delivery becomes due (null when nothing is waiting), to sleep exactly that long. */
-export async function nextDueAt(sql: Sql): Promise<Date | null> {
+export async function nextDueAt(sql: Executor): Promise<Date | null> {
   const [row] = await sql<{ at: Date | null }[]>`
     SELECT min(next_attempt_at) AS at FROM delivery_queue
     WHERE lease_expires_at IS NULL AND next_attempt_at < 'infinity'`;
   return row?.at ?? null;
-}
-
-/**
- * Disables endpoints (e.g. after 410 Gone) and parks their queued deliveries at 'infinity' so
- * claims skip them cheaply; they are kept and resume when the endpoint is re-enabled.
- */
-export async function disableEndpoints(sql: Sql, ids: string[], reason: string): Promise<void> {
-  if (ids.length === 0) return;
-  await sql`
-    WITH disabled AS (
-      UPDATE endpoints SET enabled = false, disabled_reason = ${reason}, disabled_at = now(), updated_at = now()
-      WHERE id = ANY(${ids}::text[]) AND enabled
-      RETURNING id
-    )
-    UPDATE delivery_queue SET next_attempt_at = 'infinity'
-    WHERE endpoint_id IN (SELECT id FROM disabled) AND lease_expires_at IS NULL`;
 }

@@ -32,6 +32,10 @@ export interface DeliveryRow {
   dead_at: Date | null;
   /** The payload bytes and response snippets were erased (payload expiry or expunge); metadata stays. */
   payload_expired: boolean;
+  /** Why a queued delivery waits with no next attempt time; null when it is not parked. */
+  parked: 'circuit_open' | 'endpoint_disabled' | null;
+  /** For `circuit_open`: when the circuit releases its next probe (it may be out already). */
+  next_probe_at: Date | null;
 }
 
 export interface AttemptRow {
@@ -47,7 +51,8 @@ export interface AttemptRow {
 
 /**
  * `in_flight` is derived: the delivery's queue row holds a lease. next_attempt_at comes from the
- * queue row too (null once the delivery is settled; 'infinity' reads as null: parked).
+ * queue row too (null once the delivery is settled; 'infinity' reads as null: parked, and
+ * `parked` says why, from the endpoint and its circuit; see deliveries/queue-state.ts).
  */
 const DELIVERY_COLUMNS = `d.id, m.tenant_id, d.message_id, d.endpoint_id, m.event_type, m.event_id,
   CASE WHEN q.lease_expires_at IS NOT NULL THEN 'in_flight' ELSE d.status END AS status,
@@ -55,7 +60,17 @@ const DELIVERY_COLUMNS = `d.id, m.tenant_id, d.message_id, d.endpoint_id, m.even
   CASE WHEN q.next_attempt_at < 'infinity' AND q.lease_expires_at IS NULL THEN q.next_attempt_at END AS next_attempt_at,
   d.last_status_code, d.last_error_class, d.last_error, d.last_duration_ms,
   d.created_at, d.updated_at, d.delivered_at, d.dead_at,
-  m.payload_expired_at IS NOT NULL AS payload_expired`;
+  m.payload_expired_at IS NOT NULL AS payload_expired,
+  CASE WHEN q.lease_expires_at IS NULL AND q.next_attempt_at = 'infinity' THEN
+    CASE WHEN NOT pe.enabled THEN 'endpoint_disabled' WHEN ph.state <> 'closed' THEN 'circuit_open' END
+  END AS parked,
+  CASE WHEN q.lease_expires_at IS NULL AND q.next_attempt_at = 'infinity' AND pe.enabled AND ph.state <> 'closed'
+    THEN ph.opened_at + make_interval(secs => ph.cooldown_seconds) END AS next_probe_at`;
+
+/** The joins DELIVERY_COLUMNS reads: the queue row, and the endpoint and circuit for `parked`. */
+const DELIVERY_JOINS = `LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+  LEFT JOIN endpoints pe ON pe.id = d.endpoint_id AND q.delivery_id IS NOT NULL
+  LEFT JOIN endpoint_health ph ON ph.endpoint_id = d.endpoint_id AND q.delivery_id IS NOT NULL`;
 
 /**
  * The delivery, its payload bytes and every attempt in the order they started (a replay restarts
@@ -70,7 +85,7 @@ export async function getDelivery(
   const [row] = await sql<(DeliveryRow & { payload: Buffer })[]>`
     SELECT ${sql.unsafe(DELIVERY_COLUMNS)}, m.payload
     FROM deliveries d JOIN messages m ON m.id = d.message_id
-    LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+    ${sql.unsafe(DELIVERY_JOINS)}
     WHERE d.id = ${id} AND ${tenantIs(sql, scope, 'm.tenant_id')}`;
   if (!row) return undefined;
   const attempts = await sql<AttemptRow[]>`
@@ -114,7 +129,7 @@ export async function listDeliveries(
   return sql<DeliveryRow[]>`
     SELECT ${sql.unsafe(DELIVERY_COLUMNS)}
     FROM deliveries d JOIN messages m ON m.id = d.message_id
-    LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+    ${sql.unsafe(DELIVERY_JOINS)}
     WHERE ${tenantIs(sql, scope, 'm.tenant_id')}
       ${statusFilter(sql, filter.status)}
       ${filter.eventType ? sql`AND m.event_type = ${filter.eventType}` : sql``}

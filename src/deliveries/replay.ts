@@ -6,10 +6,11 @@
  * recorded in replay_audit, and each delivery it requeued in replayed_deliveries, in the same
  * transaction as the requeue. Paced bulk replays: deliveries/bulk-replay.ts.
  */
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
 import { type Actor, recordAudit } from '../tenants/audit.js';
-import { type Queryable, type TenantScope, tenantIs } from '../tenants/scope.js';
+import { type TenantScope, tenantIs } from '../tenants/scope.js';
+import { initialAt } from './queue-state.js';
 import { WAKEUP_CHANNEL } from './wakeup.js';
 
 /** Why a delivery cannot be replayed; the API maps `kind` to 404 or 409. */
@@ -61,7 +62,7 @@ export interface NewAudit {
  * Writes the replay's progress row and its entry in the audit log (which links to it by id), in
  * the caller's transaction when given one; returns the id (`rpl_…`).
  */
-export async function insertAudit(sql: Queryable, audit: NewAudit): Promise<string> {
+export async function insertAudit(sql: Executor, audit: NewAudit): Promise<string> {
   const id = newId('rpl_');
   await sql`
     INSERT INTO replay_audit (id, actor, actor_key_id, tenant_id, filter, dry_run, matched, replayed, skipped,
@@ -96,7 +97,7 @@ export async function getAudit(sql: Sql, scope: TenantScope, id: string): Promis
  * One statement; returns the ids actually requeued.
  */
 export async function requeueLocked(
-  tx: Queryable,
+  tx: Executor,
   rows: { id: string; delayMs: number }[],
   auditId: string,
 ): Promise<string[]> {
@@ -114,7 +115,9 @@ export async function requeueLocked(
     ),
     queued AS (
       INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, attempt_count)
-      SELECT id, endpoint_id, message_id, now() + delay_ms * interval '1 millisecond', 0 FROM previous
+      -- parked instead when the endpoint's circuit is open (queue-state.ts): released with the rest
+      SELECT p.id, p.endpoint_id, p.message_id,
+        ${initialAt(tx, tx`p.endpoint_id`, tx`now() + p.delay_ms * interval '1 millisecond'`)}, 0 FROM previous p
       ON CONFLICT (delivery_id) DO UPDATE SET attempt_count = 0, next_attempt_at = excluded.next_attempt_at
         WHERE delivery_queue.lease_expires_at IS NULL
       RETURNING delivery_id
@@ -133,7 +136,7 @@ export async function requeueLocked(
 }
 
 /** Wakes the dispatchers when the transaction commits (NOTIFY is delivered at commit, never on rollback). */
-export async function notifyOnCommit(tx: Queryable): Promise<void> {
+export async function notifyOnCommit(tx: Executor): Promise<void> {
   await tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`;
 }
 

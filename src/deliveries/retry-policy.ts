@@ -6,7 +6,9 @@
 export type AttemptOutcome =
   | { kind: 'success'; statusCode: number }
   | { kind: 'retryable'; statusCode?: number; errorClass: string; retryAfterSeconds?: number }
-  | { kind: 'permanent'; statusCode?: number; errorClass: string };
+  | { kind: 'permanent'; statusCode?: number; errorClass: string }
+  /** Cut short by our own shutdown: says nothing about the endpoint, costs the delivery nothing. */
+  | { kind: 'shutdown'; statusCode?: undefined; errorClass: 'shutdown' };
 
 export interface RetryPolicy {
   baseSeconds: number;
@@ -39,6 +41,9 @@ export function nextAttempt(
 ): Decision {
   if (outcome.kind === 'success') return { status: 'delivered' };
   if (outcome.kind === 'permanent') return { status: 'dead_letter', reason: outcome.errorClass };
+  // Our own shutdown aborted the attempt: due again at once for another dispatcher, never
+  // dead-lettered for it, even on the last attempt.
+  if (outcome.kind === 'shutdown') return { status: 'failed', delayMs: 0 };
   if (attempt >= policy.maxAttempts) return { status: 'dead_letter', reason: 'max_attempts_exhausted' };
   let delayMs = backoffMs(attempt, policy, random);
   if (outcome.retryAfterSeconds !== undefined) {

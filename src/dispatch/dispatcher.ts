@@ -10,13 +10,14 @@ import { nextDueAt, releaseClaims } from '../deliveries/queue.js';
 import { nextAttempt, type RetryPolicy } from '../deliveries/retry-policy.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
-import type { Logger } from '../log.js';
+import { errorFields, type Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { CompletionWriter } from './completions.js';
 import { type DispatchEndpoint, EndpointCache, SECRET_UNAVAILABLE } from './endpoint-cache.js';
+import { leaseCoversAttempt } from './lease.js';
 import { LocalQueues } from './local-queues.js';
 import { startMaintenance } from './maintenance.js';
-import { createOutcomeHandler } from './outcomes.js';
+import { type CircuitChange, createOutcomeHandler } from './outcomes.js';
 import { Sender, type SendResult } from './sender.js';
 import { signatureHeader } from './signing.js';
 
@@ -32,10 +33,20 @@ export interface DispatcherDeps {
 interface Job {
   job: ClaimedDelivery;
   endpoint: DispatchEndpoint | undefined;
+  /** Local clock (ms) by which the lease surely ends: claim start + lease. */
+  leaseEndsAt: number;
 }
 
-/** With due rows only for saturated or rate-limited endpoints, re-check this often (ms). */
+/**
+ * With due rows that this process cannot claim now, look again this soon (or when a slot frees
+ * up). Parked rows are never due, so this only happens while a limit holds: the endpoint is
+ * saturated here, out of rate tokens, at max_in_flight, or being claimed by another dispatcher.
+ * A short, fixed re-check paces a rate-limited endpoint smoothly (a backoff made its requests
+ * bunch into bursts).
+ */
 const BUSY_RECHECK_MS = 20;
+/** After a failed claim (database unreachable) wait 100 ms, doubling, at most this long. */
+const CLAIM_RETRY_MAX_MS = 1000;
 /** A new rate or concurrency limit is honoured by claims within this long (ms). */
 const LIMITED_RECHECK_MS = 1000;
 
@@ -72,15 +83,12 @@ export class Dispatcher {
     this.completions = new CompletionWriter(
       deps.sql,
       deps.log,
-      createOutcomeHandler(deps.sql, config, deps.log),
+      createOutcomeHandler(deps.sql, config.policies.breaker, deps.log, (changes) =>
+        this.onCircuitChanges(changes),
+      ),
       deps.metrics,
     );
-    this.policy = {
-      baseSeconds: config.retryBaseSeconds,
-      capSeconds: config.retryCapSeconds,
-      maxAttempts: config.maxAttempts,
-      retryAfterMaxSeconds: config.retryAfterMaxSeconds,
-    };
+    this.policy = config.policies.retry;
     // One endpoint may hold at most a quarter of this process's HTTP slots (at least 4), so a
     // partner that hangs until the timeout cannot starve the others.
     this.local = new LocalQueues(Math.max(4, Math.ceil(config.dispatchConcurrency / 4)));
@@ -142,6 +150,7 @@ export class Dispatcher {
         continue;
       }
       try {
+        const claimStartedAt = Date.now();
         const claimed = await claimDue(sql, {
           limit: want,
           leaseSeconds: config.leaseSeconds,
@@ -149,21 +158,24 @@ export class Dispatcher {
           perEndpointLimit: this.local.perEndpointLimit,
           limitedEndpoints: await this.limitedEndpointsExist(),
         });
+        if (failures > 0) log.info({ failures }, 'claiming works again');
         failures = 0;
         if (claimed.length > 0) {
-          await this.enqueueLocal(claimed);
+          await this.enqueueLocal(claimed, claimStartedAt + config.leaseSeconds * 1000);
           continue; // there may be more due right now
         }
         const next = await nextDueAt(sql);
         const untilDue = next ? next.getTime() - Date.now() : config.pollIntervalMs;
-        // Due rows that the claim did not take belong to saturated, limited or broken
-        // endpoints: look again soon, or as soon as a slot frees up.
+        // Due rows that the claim did not take belong to saturated or limited endpoints (a
+        // disabled endpoint's or open circuit's rows are parked, never due): look again soon,
+        // or as soon as a slot frees up.
         if (untilDue <= 0) await this.waitForCapacity(BUSY_RECHECK_MS);
         else await this.sleep(Math.min(untilDue, config.pollIntervalMs));
       } catch (error) {
         failures++;
-        log.error({ errorName: (error as Error).name, message: (error as Error).message }, 'claim failed');
-        await this.sleep(Math.min(5000, 100 * 2 ** failures));
+        // One line for the first failure, then at 2, 4, 8 …: an outage must not flood the log.
+        if ((failures & (failures - 1)) === 0) log.error({ ...errorFields(error), failures }, 'claim failed');
+        await this.sleep(Math.min(CLAIM_RETRY_MAX_MS, 50 * 2 ** failures));
       }
     }
   }
@@ -181,11 +193,29 @@ export class Dispatcher {
     this.waitingForCapacity = false;
   }
 
-  private async enqueueLocal(claimed: ClaimedDelivery[]): Promise<void> {
+  private async enqueueLocal(claimed: ClaimedDelivery[], leaseEndsAt: number): Promise<void> {
     const endpoints = await this.endpoints.getMany(claimed.map((c) => c.endpointId));
     for (const job of claimed)
-      this.local.push(job.endpointId, { job, endpoint: endpoints.get(job.endpointId) });
+      this.local.push(job.endpointId, { job, endpoint: endpoints.get(job.endpointId), leaseEndsAt });
     this.startSends();
+  }
+
+  /**
+   * A circuit this process just opened: its claimed deliveries still waiting here are handed
+   * back (parked by the queue-state rule, not charged) instead of being sent into the outage.
+   */
+  private onCircuitChanges(changes: CircuitChange[]): void {
+    const unsent = changes.filter((c) => c.to === 'open').flatMap((c) => this.local.remove(c.endpointId));
+    if (unsent.length === 0) return;
+    releaseClaims(
+      this.deps.sql,
+      unsent.map((u) => u.job),
+    ).catch((error: unknown) =>
+      this.deps.log.warn(
+        { ...errorFields(error), count: unsent.length },
+        'handing back claims failed; their leases will run out',
+      ),
+    );
   }
 
   private startSends(): void {
@@ -193,7 +223,7 @@ export class Dispatcher {
       const next = this.local.take();
       if (!next) return;
       this.inFlight++;
-      void this.deliver(next.item.job, next.item.endpoint).finally(() => {
+      void this.deliver(next.item).finally(() => {
         this.inFlight--;
         this.local.done(next.endpointId);
         this.startSends();
@@ -203,12 +233,26 @@ export class Dispatcher {
     }
   }
 
-  private async deliver(job: ClaimedDelivery, claimedWith: DispatchEndpoint | undefined): Promise<void> {
+  private async deliver({ job, endpoint: claimedWith, leaseEndsAt }: Job): Promise<void> {
+    const { config, log } = this.deps;
     // A change announced while the job waited in the local buffer (rotation, disable) applies.
     const endpoint = claimedWith && (await this.endpoints.fresh(job.endpointId).catch(() => claimedWith));
-    if (!endpoint?.enabled) {
-      // Disabled between claim and send: hand it back uncharged and parked.
-      await releaseClaims(this.deps.sql, [job], 'park').catch(() => {});
+    // Out of lease (it waited too long in the buffer): sending now could outlive the lease.
+    const tooLate = !leaseCoversAttempt(
+      Date.now(),
+      leaseEndsAt,
+      config.requestTimeoutMs,
+      config.leaseSeconds,
+    );
+    if (!endpoint?.enabled || tooLate) {
+      // Disabled (or deleted) between claim and send, or out of lease: hand it back uncharged;
+      // the queue-state rule parks or cancels it.
+      await releaseClaims(this.deps.sql, [job]).catch((error: unknown) =>
+        log.warn(
+          { ...errorFields(error), deliveryId: job.id },
+          'handing back a claim failed; its lease will run out',
+        ),
+      );
       return;
     }
     const startedAt = new Date();
@@ -231,49 +275,68 @@ export class Dispatcher {
         }
       : await this.sender.send({ url: endpoint.url, headers, body: job.payload });
     const { outcome } = result;
-    const decision =
-      outcome.kind === 'retryable' && outcome.errorClass === 'shutdown'
-        ? ({ status: 'failed', delayMs: 0 } as const)
-        : nextAttempt(job.attempt, outcome, this.policy, Math.random);
-    this.completions.add({
-      deliveryId: job.id,
-      endpointId: job.endpointId,
-      leaseToken: job.leaseToken,
-      attempt: job.attempt,
-      startedAt,
-      durationMs: result.durationMs,
-      statusCode: outcome.statusCode ?? null,
-      outcome: outcome.kind,
-      errorClass: outcome.kind === 'success' ? null : outcome.errorClass,
-      error: result.error,
-      snippet: result.snippet,
-      status: decision.status,
-      delayMs: decision.status === 'failed' ? decision.delayMs : 0,
-    });
+    const decision = nextAttempt(job.attempt, outcome, this.policy, Math.random);
+    this.completions.add(
+      {
+        deliveryId: job.id,
+        endpointId: job.endpointId,
+        leaseToken: job.leaseToken,
+        attempt: job.attempt,
+        startedAt,
+        durationMs: result.durationMs,
+        statusCode: outcome.statusCode ?? null,
+        // The attempt log keeps three outcomes; a shutdown is a retryable one of class 'shutdown'.
+        outcome: outcome.kind === 'shutdown' ? 'retryable' : outcome.kind,
+        errorClass: outcome.kind === 'success' ? null : outcome.errorClass,
+        error: result.error,
+        snippet: result.snippet,
+        status: decision.status,
+        delayMs: decision.status === 'failed' ? decision.delayMs : 0,
+      },
+      leaseEndsAt,
+    );
   }
 
   /**
-   * Graceful stop: no new claims, unsent claims handed back uncharged, in-flight attempts given
-   * until the deadline (then aborted and recorded as retryable), results written, pools closed.
+   * Graceful stop, in this order: no new claims; unsent claims handed back uncharged; in-flight
+   * attempts given until the deadline (then aborted, recorded as `shutdown`, which the retry
+   * policy makes due again at once); every result written (retrying while the database is
+   * unreachable, for a few more seconds at most); then the HTTP pools closed. The caller closes
+   * the database pool, and the embedded database, only after this resolves.
    */
   async stop(): Promise<void> {
     if (this.stopping) return;
+    const { config, log } = this.deps;
+    const started = Date.now();
     this.stopping = true;
     this.stopMaintenance?.();
     this.wake();
     await this.loop;
-    await this.unlisten?.().catch(() => {});
-    await this.endpoints.stop().catch(() => {});
+    await this.unlisten?.().catch((error: unknown) => log.warn(errorFields(error), 'unlisten failed'));
+    await this.endpoints
+      .stop()
+      .catch((error: unknown) => log.warn(errorFields(error), 'stopping the endpoint cache failed'));
     const unsent = this.local.drain().map((q) => q.job);
-    const released = await releaseClaims(this.deps.sql, unsent).catch(() => 0);
+    const released = await releaseClaims(this.deps.sql, unsent).catch((error: unknown) => {
+      log.warn(
+        { ...errorFields(error), count: unsent.length },
+        'handing back unsent claims failed; their leases will run out',
+      );
+      return 0;
+    });
     if (this.inFlight > 0) {
       const idle = new Promise<void>((resolve) => this.idleResolvers.push(resolve));
-      const timer = setTimeout(() => this.sender.abortAll(), this.deps.config.shutdownTimeoutMs);
+      const timer = setTimeout(() => this.sender.abortAll(), config.shutdownTimeoutMs);
       await idle;
       clearTimeout(timer);
     }
-    await this.completions.drain();
+    const unwritten = await this.completions.drain(started + config.shutdownTimeoutMs + 5000);
+    if (unwritten > 0)
+      log.error(
+        { unwritten },
+        'results could not be written before the deadline; those deliveries will be sent again',
+      );
     await this.sender.close();
-    this.deps.log.info({ released }, 'dispatcher stopped');
+    log.info({ released, ms: Date.now() - started }, 'dispatcher stopped');
   }
 }

@@ -71,6 +71,17 @@ export class LocalQueues<T> {
     return { saturated, queuedElsewhere };
   }
 
+  /** Removes and returns what is queued (not in flight) for one endpoint. */
+  remove(endpointId: string): T[] {
+    const queue = this.queues.get(endpointId);
+    if (!queue) return [];
+    this.queues.delete(endpointId);
+    const at = this.ring.indexOf(endpointId);
+    this.ring.splice(at, 1);
+    if (at < this.cursor) this.cursor--;
+    return queue;
+  }
+
   /** Removes and returns everything still queued (shutdown). */
   drain(): T[] {
     const items = [...this.queues.values()].flat();

@@ -6,20 +6,11 @@
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
 import { reapExpiredLeases } from '../deliveries/queue.js';
-import { type BreakerPolicy, breakerTick } from '../endpoints/breaker.js';
+import { breakerTick } from '../endpoints/breaker.js';
 import { refreshHealthPercentiles } from '../endpoints/latency.js';
-import type { Logger } from '../log.js';
+import { errorFields, type Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { startRetention } from '../retention/schedule.js';
-
-export function breakerPolicy(config: Config): BreakerPolicy {
-  return {
-    threshold: config.breakerThreshold,
-    cooldownSeconds: config.breakerCooldownSeconds,
-    maxCooldownSeconds: config.breakerMaxCooldownSeconds,
-    disableAfterSeconds: config.disableAfterSeconds,
-  };
-}
 
 /** Starts the timers; `onWork` is called when something became due (wake the claim loop). */
 export function startMaintenance(
@@ -29,28 +20,26 @@ export function startMaintenance(
   onWork: () => void,
   metrics?: HookpostMetrics,
 ): () => void {
-  const policy = breakerPolicy(config);
+  const policy = config.policies.breaker;
   const guarded = (name: string, task: () => Promise<void>) => {
     let running = false;
     return () => {
       if (running) return;
       running = true;
       task()
-        .catch((error: Error) =>
-          log.error({ task: name, errorName: error.name, message: error.message }, 'maintenance failed'),
-        )
+        .catch((error: unknown) => log.error({ task: name, ...errorFields(error) }, 'maintenance failed'))
         .finally(() => {
           running = false;
         });
     };
   };
   const reap = guarded('reaper', async () => {
-    const { requeued, deadLettered } = await reapExpiredLeases(sql, config.maxAttempts);
+    const { requeued, deadLettered, cancelled } = await reapExpiredLeases(sql, config.maxAttempts);
     // A lease that ran out on the last attempt dead-letters the delivery here, not in the
     // completion writer, so it is counted here.
     if (deadLettered > 0) metrics?.deadLetters.inc(deadLettered);
-    if (requeued + deadLettered > 0) {
-      log.warn({ requeued, deadLettered }, 'took back deliveries whose lease expired');
+    if (requeued + deadLettered + cancelled > 0) {
+      log.warn({ requeued, deadLettered, cancelled }, 'took back deliveries whose lease expired');
       onWork();
     }
   });

@@ -44,7 +44,7 @@ const MAX_DRAIN_BYTES = 64 * 1024;
 /** Maps an undici/Node error to a stable, payload-free class. */
 export function classifyError(error: unknown, timedOut: boolean, aborted: boolean): AttemptOutcome {
   if (timedOut) return { kind: 'retryable', errorClass: 'timeout' };
-  if (aborted) return { kind: 'retryable', errorClass: 'shutdown' };
+  if (aborted) return { kind: 'shutdown', errorClass: 'shutdown' };
   const code = (error as { code?: string }).code ?? '';
   const cause = ((error as { cause?: { code?: string } }).cause?.code as string | undefined) ?? '';
   const c = code || cause;

@@ -5,7 +5,8 @@
  * (half_open); a failed probe re-opens with the cooldown doubled up to the maximum, a success
  * closes the circuit and releases everything.
  */
-import type { Sql } from '../db/connect.js';
+import type { Executor } from '../db/connect.js';
+import { disableEndpoints, park, release, sweepUnclaimable } from '../deliveries/queue-state.js';
 
 export interface BreakerPolicy {
   threshold: number;
@@ -62,7 +63,7 @@ export function summarizeOutcomes(
  * a half-open endpoint's probe failed.
  */
 export async function applyOutcomes(
-  sql: Sql,
+  sql: Executor,
   summaries: OutcomeSummary[],
   failedDeliveryIds: string[],
   policy: BreakerPolicy,
@@ -111,28 +112,24 @@ export async function applyOutcomes(
       FROM decided d WHERE h.endpoint_id = d.endpoint_id
       RETURNING h.endpoint_id, d.old_state, h.state
     ),
-    parked AS (
-      UPDATE delivery_queue q SET next_attempt_at = 'infinity'
-      FROM changed c
-      WHERE q.endpoint_id = c.endpoint_id AND c.state = 'open' AND c.old_state <> 'open' AND q.lease_expires_at IS NULL
-    ),
-    released AS (
-      UPDATE delivery_queue q SET next_attempt_at = now()
-      FROM changed c JOIN endpoints e ON e.id = c.endpoint_id AND e.enabled
-      WHERE q.endpoint_id = c.endpoint_id AND c.state = 'closed' AND c.old_state <> 'closed'
-        AND q.next_attempt_at = 'infinity' AND q.lease_expires_at IS NULL
-    )
+    -- Opening (from closed, or a failed probe re-opening) parks the waiting rows; closing releases
+    -- the parked ones. Both are the queue-state transitions (deliveries/queue-state.ts).
+    parked AS (${park(sql, sql`SELECT endpoint_id FROM changed WHERE state = 'open' AND old_state <> 'open'`)}),
+    released AS (${release(sql, sql`SELECT endpoint_id FROM changed WHERE state = 'closed' AND old_state <> 'closed'`)})
     SELECT endpoint_id, old_state, state FROM changed WHERE old_state <> state`;
   return rows.map((r) => ({ endpointId: r.endpoint_id, from: r.old_state, to: r.state }));
 }
 
 /**
  * Periodic work, safe to run in every dispatcher at once: releases exactly one probe for each
- * open circuit whose cooldown is over (or a half-open one whose probe went away), keeps retries
- * of non-closed circuits parked, and disables endpoints failing for longer than allowed.
- * Returns the ids of endpoints that were just disabled.
+ * open circuit whose cooldown is over (or a half-open one whose probe went away), parks or
+ * cancels rows that came back to the queue while their endpoint was changing state (the sweep),
+ * and disables endpoints failing for longer than allowed. Returns the ids of endpoints that were
+ * just disabled.
  */
-export async function breakerTick(sql: Sql, policy: BreakerPolicy): Promise<string[]> {
+export async function breakerTick(sql: Executor, policy: BreakerPolicy): Promise<string[]> {
+  // The probe: the oldest waiting row becomes due (it may be parked), and only it is claimable
+  // while the circuit is half-open (the claim checks probe_delivery_id).
   await sql`
     WITH due AS (
       SELECT h.endpoint_id FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id AND e.enabled
@@ -153,24 +150,13 @@ export async function breakerTick(sql: Sql, policy: BreakerPolicy): Promise<stri
     )
     UPDATE endpoint_health h SET state = 'half_open', probe_delivery_id = p.delivery_id, updated_at = now()
     FROM probe p WHERE h.endpoint_id = p.endpoint_id`;
-  await sql`
-    UPDATE delivery_queue q SET next_attempt_at = 'infinity'
-    FROM endpoint_health h
-    WHERE h.state <> 'closed' AND q.endpoint_id = h.endpoint_id AND q.lease_expires_at IS NULL
-      AND q.next_attempt_at < 'infinity' AND q.delivery_id IS DISTINCT FROM h.probe_delivery_id`;
-  const disabled = await sql<{ id: string }[]>`
-    WITH failing AS (
-      UPDATE endpoints e SET enabled = false, disabled_at = now(), updated_at = now(),
-        disabled_reason = 'failing continuously since ' || to_char(h.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+  await sweepUnclaimable(sql);
+  return disableEndpoints(
+    sql,
+    sql`
+      SELECT h.endpoint_id AS id,
+        'failing continuously since ' || to_char(h.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS reason
       FROM endpoint_health h
-      WHERE h.endpoint_id = e.id AND e.enabled
-        AND h.failing_since < now() - make_interval(secs => ${policy.disableAfterSeconds})
-      RETURNING e.id
-    ),
-    parked AS (
-      UPDATE delivery_queue q SET next_attempt_at = 'infinity'
-      WHERE q.endpoint_id IN (SELECT id FROM failing) AND q.lease_expires_at IS NULL
-    )
-    SELECT id FROM failing`;
-  return disabled.map((r) => r.id);
+      WHERE h.failing_since < now() - make_interval(secs => ${policy.disableAfterSeconds})`,
+  );
 }

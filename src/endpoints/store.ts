@@ -1,5 +1,11 @@
 /** Endpoint rows: create, read, update, soft-delete and secret rotation. */
 import type { Sql } from '../db/connect.js';
+import {
+  cancelWaiting,
+  disableEndpoints,
+  enableEndpoints,
+  markCancelled,
+} from '../deliveries/queue-state.js';
 import { newId } from '../ids.js';
 import { type TenantScope, tenantIs } from '../tenants/scope.js';
 import { applyHeadersPatch, type HeadersPatch, maskHeaders } from './headers.js';
@@ -182,34 +188,22 @@ export class EndpointStore {
         metadata: patch.metadata ?? current.metadata,
         enabled: patch.enabled ?? current.enabled,
       };
-      const reenabled = set.enabled && !current.enabled;
-      const disabled = !set.enabled && current.enabled;
       const [row] = await tx<EndpointRow[]>`
         UPDATE endpoints SET
           url = ${set.url}, description = ${set.description}, event_types = ${set.event_types},
           rate_limit_per_second = ${set.rate_limit_per_second}, max_in_flight = ${set.max_in_flight},
           headers = ${tx.json(set.headers)}, metadata = ${tx.json(set.metadata as never)},
-          enabled = ${set.enabled},
-          disabled_reason = CASE WHEN ${set.enabled} THEN NULL WHEN ${disabled} THEN 'disabled by API' ELSE disabled_reason END,
-          disabled_at = CASE WHEN ${set.enabled} THEN NULL WHEN ${disabled} THEN now() ELSE disabled_at END,
           updated_at = now()
         WHERE id = ${id}
         RETURNING ${tx.unsafe(COLUMNS)}`;
-      if (reenabled) {
-        await tx`
-          UPDATE endpoint_health SET state = 'closed', consecutive_failures = 0, opened_at = NULL,
-            cooldown_seconds = NULL, probe_delivery_id = NULL, failing_since = NULL, updated_at = now()
-          WHERE endpoint_id = ${id}`;
-      }
-      // Disabled endpoints' queued deliveries are parked at 'infinity' (claims skip them cheaply)
-      // and released when the endpoint comes back; see deliveries/queue.ts.
-      if (reenabled || disabled) {
-        await tx`
-          UPDATE delivery_queue SET next_attempt_at = ${reenabled ? tx`now()` : tx`'infinity'`}
-          WHERE endpoint_id = ${id} AND lease_expires_at IS NULL
-            AND ${reenabled ? tx`next_attempt_at = 'infinity'` : tx`true`}`;
-      }
-      return toEndpoint(row!, this.secrets);
+      // Enabling and disabling are queue-state transitions (deliveries/queue-state.ts): they also
+      // park or release the endpoint's queued deliveries and reset its breaker.
+      if (set.enabled && !current.enabled) await enableEndpoints(tx, [id]);
+      else if (!set.enabled && current.enabled)
+        await disableEndpoints(tx, tx`SELECT ${id}::text AS id, 'disabled by API'::text AS reason`);
+      else return toEndpoint(row!, this.secrets);
+      const [changed] = await tx<EndpointRow[]>`SELECT ${tx.unsafe(COLUMNS)} FROM endpoints WHERE id = ${id}`;
+      return toEndpoint(changed!, this.secrets);
     });
   }
 
@@ -223,12 +217,11 @@ export class EndpointStore {
         UPDATE endpoints SET deleted_at = now(), enabled = false, disabled_reason = 'deleted', updated_at = now()
         WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} RETURNING id`;
       if (rows.length === 0) return false;
+      // Waiting deliveries are cancelled now; those in flight are cancelled when they come back
+      // (deliveries/queue-state.ts, returnFate), unless they were delivered or dead-lettered.
       await tx`
-        WITH dropped AS (
-          DELETE FROM delivery_queue WHERE endpoint_id = ${id} AND lease_expires_at IS NULL RETURNING delivery_id
-        )
-        UPDATE deliveries SET status = 'cancelled', updated_at = now()
-        WHERE id IN (SELECT delivery_id FROM dropped)`;
+        WITH dropped AS (${cancelWaiting(tx, tx`SELECT ${id}::text`)})
+        ${markCancelled(tx, tx`SELECT delivery_id FROM dropped`)}`;
       return true;
     });
   }

@@ -10,7 +10,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Sql } from '../db/connect.js';
 import { type CircuitState, type QueueSnapshot, readQueueSnapshot } from '../deliveries/stats.js';
-import type { Logger } from '../log.js';
+import { errorFields, type Logger } from '../log.js';
 
 /** The contract's encoding of circuit_state. */
 const CIRCUIT_VALUES: Record<CircuitState, number> = { closed: 0, half_open: 1, open: 2 };
@@ -38,7 +38,7 @@ export function createSnapshotCache(sql: Sql, log: Logger, maxAgeMs: number): Sn
           (error: Error) => {
             // The scrape still serves counters and process metrics; the database gauges are
             // left out (absent beats stale), and the next scrape tries again.
-            log.warn({ errorName: error.name, message: error.message }, 'metrics snapshot query failed');
+            log.warn(errorFields(error), 'metrics snapshot query failed');
             last = undefined;
             return undefined;
           },

@@ -3,9 +3,9 @@
  * and ids, never values of secrets, headers or keys. Replays keep their progress in replay_audit;
  * their audit row links to it (resource_id = the replay's `rpl_` id).
  */
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
-import type { Caller, Queryable, TenantScope } from './scope.js';
+import type { Caller, TenantScope } from './scope.js';
 import { tenantIs } from './scope.js';
 
 export type AuditAction =
@@ -44,7 +44,7 @@ export function actorOf(caller: Caller): Actor {
 }
 
 /** Appends one row. */
-export async function recordAudit(sql: Queryable, actor: Actor, entry: AuditEntry): Promise<void> {
+export async function recordAudit(sql: Executor, actor: Actor, entry: AuditEntry): Promise<void> {
   await sql`
     INSERT INTO audit_log (id, actor_key_id, actor_name, action, resource_type, resource_id, tenant_id, details)
     VALUES (${newId('aud_')}, ${actor.keyId}, ${actor.keyName}, ${entry.action}, ${entry.resourceType},

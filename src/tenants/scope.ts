@@ -4,11 +4,7 @@
  * applies it with tenantIs(); routes never filter by tenant themselves. A key bound to a tenant
  * has `tenantId` set; an unbound key (the admin token, internal services) sees every tenant.
  */
-import type { TransactionSql } from 'postgres';
-import type { Sql } from '../db/connect.js';
-
-/** A pool or a transaction: every scoped query runs on either. */
-export type Queryable = Sql | TransactionSql;
+import type { Executor } from '../db/connect.js';
 
 export const SCOPES = [
   'admin',
@@ -50,7 +46,7 @@ export function hasScope(caller: Caller, scope: Scope): boolean {
  * The SQL condition "this row's tenant column is in scope", for a column such as `e.tenant_id`.
  * For an unbound scope it is `true`, which the planner folds away.
  */
-export function tenantIs(sql: Queryable, scope: TenantScope, column: string) {
+export function tenantIs(sql: Executor, scope: TenantScope, column: string) {
   return scope.tenantId === null ? sql`true` : sql`${sql(column)} = ${scope.tenantId}`;
 }
 

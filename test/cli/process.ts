@@ -27,11 +27,19 @@ export interface HookpostProcess {
   exited: Promise<number | null>;
 }
 
-/** Runs `hookpost <args>` with exactly the given environment (plus PATH). */
-export function runHookpost(args: string[], env: Record<string, string>): HookpostProcess {
+/**
+ * Runs `hookpost <args>` with exactly the given environment (plus PATH). `detached` gives it its
+ * own process group, so a test can signal the group as a terminal's Ctrl-C does.
+ */
+export function runHookpost(
+  args: string[],
+  env: Record<string, string>,
+  options: { detached?: boolean } = {},
+): HookpostProcess {
   const child = spawn(process.execPath, [BIN, ...args], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => {

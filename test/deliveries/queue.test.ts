@@ -65,7 +65,7 @@ describe('queue: claims, leases, late finishers', () => {
     const [old] = await claimDue(db.sql, 1, 0.05);
     assert.ok(old);
     await new Promise((r) => setTimeout(r, 120));
-    assert.deepEqual(await reapExpiredLeases(db.sql, 8), { requeued: 1, deadLettered: 0 });
+    assert.deepEqual(await reapExpiredLeases(db.sql, 8), { requeued: 1, deadLettered: 0, cancelled: 0 });
     const claims = await claimDue(db.sql, 10, 60);
     const current = claims.find((c) => c.id === old.id);
     assert.ok(current, 'the reaped delivery is due again');
@@ -95,7 +95,7 @@ describe('queue: claims, leases, late finishers', () => {
   it('the reaper dead-letters a delivery that exhausted its attempts', async () => {
     const [claim] = await claimDue(db.sql, 1, 0.01);
     await new Promise((r) => setTimeout(r, 50));
-    assert.deepEqual(await reapExpiredLeases(db.sql, 1), { requeued: 0, deadLettered: 1 });
+    assert.deepEqual(await reapExpiredLeases(db.sql, 1), { requeued: 0, deadLettered: 1, cancelled: 0 });
     const [row] = await db.sql`SELECT status, last_error_class FROM deliveries WHERE id = ${claim!.id}`;
     assert.equal(row!.status, 'dead_letter');
     assert.equal(row!.last_error_class, 'lease_expired');

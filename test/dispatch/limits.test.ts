@@ -53,6 +53,10 @@ describe('endpoint limits and breaker with two dispatchers', () => {
   }
   const enqueue = (endpointId: string, count: number) => enqueueMany(t.send, endpointId, count);
   const health = async (id: string) => (await t.send('GET', `/v1/endpoints/${id}/health`)).json();
+  const leased = async (id: string) =>
+    (
+      await db.sql`SELECT count(*)::int AS n FROM delivery_queue WHERE endpoint_id = ${id} AND lease_expires_at IS NOT NULL`
+    )[0]!.n;
   const delivered = async (id: string) =>
     (
       await db.sql`SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = ${id} AND status = 'delivered'`
@@ -65,12 +69,23 @@ describe('endpoint limits and breaker with two dispatchers', () => {
     const id = await endpoint(receiver, { max_in_flight: 1 });
     await enqueue(id, 20);
     await waitFor('the circuit to open', async () => (await health(id)).state === 'open');
+    // A delivery claimed before the circuit opened may still be on its way: with two dispatchers
+    // the other one can claim the next delivery between the write of the third failure and the
+    // breaker update that follows it (max_in_flight's slot is free by then). That attempt was in
+    // flight when the circuit opened; no claim can follow the open (the claim reads the circuit
+    // in the same statement that leases, and opening parks every waiting row). So count from the
+    // moment nothing of this endpoint is leased any more.
+    await waitFor(
+      'attempts claimed before the circuit opened to finish',
+      async () => (await leased(id)) === 0,
+    );
     const atOpen = receiver.requests.length;
     assert.ok(atOpen >= 3 && atOpen <= 4, `${atOpen} requests before opening (threshold 3)`);
     const opened = await health(id);
     assert.equal(opened.cooldown_seconds, 1);
 
-    await sleep(600);
+    // Until shortly before the 1 s cooldown ends, counted from when it opened.
+    await sleep(Math.max(0, Date.parse(opened.opened_at) + 800 - Date.now()));
     assert.equal(receiver.requests.length, atOpen, 'nothing is sent during the cooldown');
     await waitFor('the probe', () => receiver.requests.length === atOpen + 1, 5000);
     await sleep(500);

@@ -92,7 +92,7 @@ describe('dispatcher processes', () => {
     const ep = await enqueue(600, 'killed');
     const short = {
       ...env,
-      HOOKPOST_LEASE_SECONDS: '2',
+      HOOKPOST_LEASE_SECONDS: '3',
       HOOKPOST_REQUEST_TIMEOUT_MS: '1000',
       HOOKPOST_DISPATCH_CONCURRENCY: '16',
     };
