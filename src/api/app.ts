@@ -17,6 +17,7 @@ import { deadLetterRoutes } from './dead-letters.js';
 import { deliveryRoutes } from './deliveries.js';
 import { healthRoutes } from './endpoint-health.js';
 import { latencyRoutes } from './endpoint-latency.js';
+import { testEventRoutes } from './endpoint-test-event.js';
 import { endpointRoutes } from './endpoints.js';
 import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
 import { eventTypeRoutes } from './event-types.js';
@@ -79,6 +80,15 @@ export function createApp(deps: AppDeps) {
     }),
   );
   v1.route('/endpoints', latencyRoutes({ sql: deps.sql, endpoints: deps.endpoints }));
+  v1.route(
+    '/endpoints',
+    testEventRoutes({
+      sql: deps.sql,
+      endpoints: deps.endpoints,
+      onEnqueued: deps.onEnqueued ?? (() => {}),
+      metrics,
+    }),
+  );
   v1.route(
     '/deliveries',
     deliveryRoutes({

@@ -89,6 +89,7 @@ describe('documented responses match real ones', () => {
     await check('GET', '/v1/endpoints/{id}/health', `/v1/endpoints/${ep.id}/health`);
     await check('GET', '/v1/endpoints/slow', '/v1/endpoints/slow?p95_ms=0');
     await check('POST', '/v1/endpoints/{id}/rotate-secret', `/v1/endpoints/${ep.id}/rotate-secret`);
+    await check('POST', '/v1/endpoints/{id}/test-event', `/v1/endpoints/${ep.id}/test-event`);
 
     const good = await (
       await check('POST', '/v1/deliveries', '/v1/deliveries', {
@@ -136,7 +137,7 @@ describe('documented responses match real ones', () => {
     await check('GET', '/v1/pipeline', '/v1/pipeline');
     await check('GET', '/v1/endpoints/{id}', '/v1/endpoints/ep_missing');
     await check('DELETE', '/v1/endpoints/{id}', `/v1/endpoints/${ep.id}`);
-    assert.ok(checked.size >= 19, [...checked].join('\n'));
+    assert.ok(checked.size >= 20, [...checked].join('\n'));
   });
 
   it('tenants, portal sessions, API keys, the audit log, event types and expunge', async () => {
