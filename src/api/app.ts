@@ -121,6 +121,6 @@ export function createApp(deps: AppDeps) {
   v1.route('/event-types', eventTypeRoutes({ sql: deps.sql, catalog }));
   v1.route('/messages', messageRoutes({ sql: deps.sql }));
   app.route('/v1', v1);
-  mountPages(app);
+  mountPages(app, { portalFrameAncestors: deps.config.portalFrameAncestors });
   return app;
 }
