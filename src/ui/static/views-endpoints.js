@@ -110,8 +110,8 @@ function definitionList(pairs) {
 }
 
 /**
- * One endpoint: its settings, health and latency chart. `extras(e, rerender)` adds sections below
- * the settings (the portal's edit, rotate, test and delete).
+ * One endpoint: its settings, health and latency chart. `extras(e, rerender)` adds sections before
+ * the chart (the portal's edit, rotate, test and delete).
  */
 export async function endpointView(ctx, view, id, extras = undefined) {
   const [e, health] = await Promise.all([
@@ -141,7 +141,6 @@ export async function endpointView(ctx, view, id, extras = undefined) {
         h('a', { href: `#/dead-letters?endpoint_id=${enc(e.id)}` }, 'Dead letters'),
       ),
     ),
-    extras ? extras(e, rerender) : null,
     section(
       'Health',
       definitionList([
@@ -155,6 +154,7 @@ export async function endpointView(ctx, view, id, extras = undefined) {
         ['Samples (24 h)', count(health.sample_count)],
       ]),
     ),
+    extras ? extras(e, rerender) : null,
     section('Latency, last 24 hours', chart),
   );
   const series = await ctx.api.get(`/v1/endpoints/${enc(id)}/latency`, { hours: 24 });
