@@ -51,6 +51,7 @@ describe('partner portal in Chromium', { skip }, () => {
   let endpointB: string;
   let deliveryB: string;
   let sessionUrl: string;
+  let sessionKeyId: string;
   /** Every /v1 response the portal page received: [status, url]. */
   const apiCalls: [number, string][] = [];
 
@@ -120,7 +121,7 @@ describe('partner portal in Chromium', { skip }, () => {
       body: JSON.stringify({ expires_in_seconds: 900 }),
     });
     assert.equal(session.status, 201);
-    sessionUrl = ((await session.json()) as { url: string }).url;
+    ({ url: sessionUrl, id: sessionKeyId } = (await session.json()) as { url: string; id: string });
 
     browser = await launchChromium();
     watched = await watchedContext(browser);
@@ -345,5 +346,17 @@ describe('partner portal in Chromium', { skip }, () => {
     assert.ok(Number(overflow) <= 1, `no sideways scroll (${overflow} px)`);
     await screenshot(p, shots, 'portal-phone');
     await phone.context.close();
+  });
+  it('says the session ended once its key is revoked, and forgets the key', async () => {
+    assert.equal((await t.send('DELETE', `/v1/api-keys/${sessionKeyId}`)).status, 200);
+    const token = String(await page.evaluate("sessionStorage.getItem('hookpost.portal.key')"));
+    await waitFor('the revoked key answers 401', async () => {
+      const res = await fetch(`${base}/v1/endpoints`, { headers: { authorization: `Bearer ${token}` } });
+      return res.status === 401;
+    });
+    await page.reload();
+    await page.getByText('This portal session has expired or was revoked').waitFor();
+    assert.equal(await page.evaluate("sessionStorage.getItem('hookpost.portal.key')"), null);
+    assert.equal(await page.getByRole('navigation', { name: 'Sections' }).isVisible(), false);
   });
 });
