@@ -61,6 +61,8 @@ export interface Config {
   dnsServers: string[] | undefined;
   /** Longest a DNS answer is cached, whatever its TTL. */
   dnsMaxTtlSeconds: number;
+  /** Origins allowed to frame /portal (CSP frame-ancestors); empty: none may. */
+  portalFrameAncestors: string[];
   /** Retention (src/retention/): settled deliveries and messages older than this are removed. */
   retentionDays: number;
   /** Payload bytes and response snippets are erased after this; metadata kept until retentionDays. */
@@ -174,6 +176,25 @@ function dnsServers(env: Env): string[] | undefined {
 function stringVar(env: Env, name: string): string | undefined {
   const raw = env[name];
   return raw === undefined || raw.trim() === '' ? undefined : raw;
+}
+
+/**
+ * HOOKPOST_PORTAL_FRAME_ANCESTORS: origins (scheme://host[:port], host may start with `*.`) or
+ * 'self', separated by commas or spaces. Each is checked strictly because it goes into a
+ * Content-Security-Policy header: a `;` or a quote would let the variable add other directives.
+ */
+function portalFrameAncestors(env: Env): string[] {
+  const name = 'HOOKPOST_PORTAL_FRAME_ANCESTORS';
+  const raw = stringVar(env, name);
+  if (raw === undefined) return [];
+  const origins = raw.split(/[\s,]+/).filter((s) => s !== '');
+  for (const origin of origins) {
+    if (origin === "'self'") continue;
+    if (!/^https?:\/\/(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d{1,5})?$/.test(origin)) {
+      fail(name, raw, "origins such as https://app.example.com (or 'self'), separated by commas");
+    }
+  }
+  return [...new Set(origins)];
 }
 
 /** HOOKPOST_SECRET_KEY_PREVIOUS: comma-separated older keys, only meaningful beside a current key. */
@@ -295,6 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
     deadLetterPatterns: patternThresholds(env),
     dnsServers: dnsServers(env),
     dnsMaxTtlSeconds: numberVar(env, 'HOOKPOST_DNS_MAX_TTL_SECONDS', 300, { min: 0 }),
+    portalFrameAncestors: portalFrameAncestors(env),
     ...retention(env),
     policies: undefined as never, // filled in below, from the validated values
   };

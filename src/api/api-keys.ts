@@ -9,9 +9,11 @@ import { ensureTenants } from '../tenants/tenants.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError, notFound } from './errors.js';
+import { documentRoute } from './openapi/registry.js';
+import { apiKeyCreatedSchema, apiKeySchema, page, pageQuery } from './openapi/responses.js';
 import { pageLimit } from './pagination.js';
 
-const createSchema = z.strictObject({
+export const createSchema = z.strictObject({
   name: z.string().min(1).max(256),
   scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
   tenant_id: z.string().regex(TENANT_ID, 'must be 1-128 of A-Za-z0-9._:-').nullable().optional(),
@@ -40,6 +42,41 @@ export function apiKeyJson(k: ApiKey) {
     revoked_at: k.revoked_at,
   };
 }
+
+documentRoute({
+  method: 'post',
+  path: '/v1/api-keys',
+  operationId: 'createApiKey',
+  tag: 'api keys',
+  summary: 'Create a scoped API key, optionally bound to a tenant (admin)',
+  body: createSchema,
+  responses: { 201: { description: 'created; the key is shown only here', schema: apiKeyCreatedSchema } },
+});
+documentRoute({
+  method: 'get',
+  path: '/v1/api-keys',
+  operationId: 'listApiKeys',
+  tag: 'api keys',
+  summary: 'List API keys, without key material (admin)',
+  query: z.object({
+    ...pageQuery,
+    include_portal: z
+      .enum(['true', 'false'])
+      .optional()
+      .meta({ description: 'also list portal-session keys' }),
+  }),
+  responses: { 200: { description: 'a page of keys', schema: page(apiKeySchema) } },
+});
+documentRoute({
+  method: 'delete',
+  path: '/v1/api-keys/{id}',
+  operationId: 'revokeApiKey',
+  tag: 'api keys',
+  summary: 'Revoke a key (401 on every process within 2 s) (admin)',
+  params: z.object({ id: z.string().meta({ description: 'key id (key_…)' }) }),
+  responses: { 200: { description: 'the revoked key', schema: apiKeySchema } },
+  errors: [404, 409],
+});
 
 /** Routes under /v1/api-keys (admin scope). */
 export function apiKeyRoutes(deps: { sql: Sql }) {

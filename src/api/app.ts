@@ -17,6 +17,7 @@ import { deadLetterRoutes } from './dead-letters.js';
 import { deliveryRoutes } from './deliveries.js';
 import { healthRoutes } from './endpoint-health.js';
 import { latencyRoutes } from './endpoint-latency.js';
+import { testEventRoutes } from './endpoint-test-event.js';
 import { endpointRoutes } from './endpoints.js';
 import { createErrorHandler, errorBody, notFoundHandler } from './errors.js';
 import { eventTypeRoutes } from './event-types.js';
@@ -80,6 +81,15 @@ export function createApp(deps: AppDeps) {
   );
   v1.route('/endpoints', latencyRoutes({ sql: deps.sql, endpoints: deps.endpoints }));
   v1.route(
+    '/endpoints',
+    testEventRoutes({
+      sql: deps.sql,
+      endpoints: deps.endpoints,
+      onEnqueued: deps.onEnqueued ?? (() => {}),
+      metrics,
+    }),
+  );
+  v1.route(
     '/deliveries',
     deliveryRoutes({
       sql: deps.sql,
@@ -111,6 +121,6 @@ export function createApp(deps: AppDeps) {
   v1.route('/event-types', eventTypeRoutes({ sql: deps.sql, catalog }));
   v1.route('/messages', messageRoutes({ sql: deps.sql }));
   app.route('/v1', v1);
-  mountPages(app);
+  mountPages(app, { portalFrameAncestors: deps.config.portalFrameAncestors });
   return app;
 }

@@ -14,11 +14,13 @@ import {
 import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError, notFound } from './errors.js';
+import { documentRoute } from './openapi/registry.js';
+import { eventTypeSchema, page, pageQuery } from './openapi/responses.js';
 import { pageLimit } from './pagination.js';
 
 const NAME = /^[^*\s]{1,256}$/;
 
-const putSchema = z.strictObject({
+export const putSchema = z.strictObject({
   description: z.string().max(4096).optional(),
   schema: z
     .union([z.record(z.string(), z.unknown()), z.boolean()])
@@ -34,6 +36,51 @@ function eventTypeName(raw: string): string {
   }
   return raw;
 }
+
+const nameParam = z.object({ name: z.string().meta({ description: 'event type, e.g. order.created' }) });
+
+documentRoute({
+  method: 'get',
+  path: '/v1/event-types',
+  operationId: 'listEventTypes',
+  tag: 'event types',
+  summary: 'The event-type catalog, by name (keyset-paginated)',
+  query: z.object(pageQuery),
+  responses: { 200: { description: 'a page of event types', schema: page(eventTypeSchema) } },
+});
+documentRoute({
+  method: 'get',
+  path: '/v1/event-types/{name}',
+  operationId: 'getEventType',
+  tag: 'event types',
+  summary: 'One event type with its schema and example',
+  params: nameParam,
+  responses: { 200: { description: 'the event type', schema: eventTypeSchema } },
+  errors: [404],
+});
+documentRoute({
+  method: 'put',
+  path: '/v1/event-types/{name}',
+  operationId: 'putEventType',
+  tag: 'event types',
+  summary: 'Create or update an event type; with a schema, enqueue validates payloads (admin)',
+  params: nameParam,
+  body: putSchema,
+  responses: {
+    200: { description: 'updated', schema: eventTypeSchema },
+    201: { description: 'created', schema: eventTypeSchema },
+  },
+});
+documentRoute({
+  method: 'delete',
+  path: '/v1/event-types/{name}',
+  operationId: 'deleteEventType',
+  tag: 'event types',
+  summary: 'Remove an event type from the catalog (admin)',
+  params: nameParam,
+  responses: { 204: { description: 'deleted' } },
+  errors: [404],
+});
 
 /** Routes under /v1/event-types; PUT and DELETE drop this process's cached catalog read. */
 export function eventTypeRoutes(deps: { sql: Sql; catalog: SchemaCatalog }) {

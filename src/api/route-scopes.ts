@@ -17,6 +17,8 @@ export const ROUTE_SCOPES: readonly RouteRule[] = [
   ['PATCH', '/v1/endpoints/:id', 'endpoints:write'],
   ['DELETE', '/v1/endpoints/:id', 'endpoints:write'],
   ['POST', '/v1/endpoints/:id/rotate-secret', 'endpoints:write'],
+  // A fixed payload to one endpoint (the portal's test button): endpoint management, not enqueue.
+  ['POST', '/v1/endpoints/:id/test-event', 'endpoints:write'],
   ['POST', '/v1/deliveries', 'deliveries:write'],
   ['POST', '/v1/deliveries/batch', 'deliveries:write'],
   ['GET', '/v1/deliveries', 'deliveries:read'],

@@ -9,14 +9,23 @@ import { deleteTenant, getTenant, listTenants, putTenant } from '../tenants/tena
 import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError, notFound } from './errors.js';
+import { documentRoute } from './openapi/registry.js';
+import {
+  page,
+  pageQuery,
+  portalSessionSchema,
+  tenantDeletedSchema,
+  tenantSchema,
+  tenantWithCountsSchema,
+} from './openapi/responses.js';
 import { pageLimit } from './pagination.js';
 
-const putSchema = z.strictObject({
+export const putSchema = z.strictObject({
   name: z.string().max(256).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 
-const portalSchema = z.strictObject({
+export const portalSchema = z.strictObject({
   expires_in_seconds: z.number().int().min(60).max(86_400).optional(),
 });
 
@@ -31,6 +40,67 @@ function tenantId(raw: string): string {
   }
   return raw;
 }
+
+const tenantParam = z.object({ id: z.string().meta({ description: 'tenant id (1-128 of A-Za-z0-9._:-)' }) });
+
+documentRoute({
+  method: 'get',
+  path: '/v1/tenants',
+  operationId: 'listTenants',
+  tag: 'tenants',
+  summary: 'List tenants (keyset-paginated; admin)',
+  query: z.object(pageQuery),
+  responses: { 200: { description: 'a page of tenants', schema: page(tenantSchema) } },
+});
+documentRoute({
+  method: 'put',
+  path: '/v1/tenants/{id}',
+  operationId: 'putTenant',
+  tag: 'tenants',
+  summary: 'Create or update a tenant by your own id (admin)',
+  params: tenantParam,
+  body: putSchema,
+  responses: {
+    200: { description: 'updated', schema: tenantSchema },
+    201: { description: 'created', schema: tenantSchema },
+  },
+});
+documentRoute({
+  method: 'get',
+  path: '/v1/tenants/{id}',
+  operationId: 'getTenant',
+  tag: 'tenants',
+  summary: 'A tenant with counts of endpoints, queued and dead-lettered deliveries (admin)',
+  params: tenantParam,
+  responses: { 200: { description: 'the tenant', schema: tenantWithCountsSchema } },
+  errors: [404],
+});
+documentRoute({
+  method: 'delete',
+  path: '/v1/tenants/{id}',
+  operationId: 'deleteTenant',
+  tag: 'tenants',
+  summary: 'Delete a tenant: its endpoints deleted, queued deliveries cancelled, history kept (admin)',
+  params: tenantParam,
+  responses: { 200: { description: 'deleted', schema: tenantDeletedSchema } },
+  errors: [404, 409],
+});
+documentRoute({
+  method: 'post',
+  path: '/v1/tenants/{id}/portal-sessions',
+  operationId: 'createPortalSession',
+  tag: 'tenants',
+  summary: 'A short-lived key bound to the tenant and the /portal URL that signs in with it (admin)',
+  description:
+    'The body is optional. The key has endpoints:read, endpoints:write, deliveries:read and replay; ' +
+    'the token travels in the URL fragment, which browsers never send to a server.',
+  params: tenantParam,
+  body: portalSchema,
+  responses: {
+    201: { description: 'the session; the token is shown only here', schema: portalSessionSchema },
+  },
+  errors: [404],
+});
 
 /** Routes under /v1/tenants (admin scope, from route-scopes.ts). */
 export function tenantRoutes(deps: { sql: Sql }) {

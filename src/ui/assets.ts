@@ -36,10 +36,11 @@ interface Loaded {
 /** name in the URL → absolute file path. */
 export type AssetTable = Record<string, string>;
 
-/** The admin page's own files (and, later, the portal's: they share the scripts). */
+/** The admin page's and the portal's files (the two pages share the scripts). */
 export function uiAssets(): AssetTable {
   const own = ['app.css', 'favicon.svg', 'api.js', 'dom.js', 'format.js', 'admin.js', 'views-pipeline.js'];
   own.push('views-endpoints.js', 'views-dead-letters.js', 'views-deliveries.js', 'latency-chart.js');
+  own.push('shell.js', 'portal.js', 'views-portal.js');
   const table: AssetTable = Object.fromEntries(own.map((f) => [f, path.join(STATIC_DIR, f)]));
   const uplot = path.join(packageDir('uplot'), 'dist');
   table['uPlot.iife.min.js'] = path.join(uplot, 'uPlot.iife.min.js');

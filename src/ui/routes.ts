@@ -14,12 +14,18 @@ import { type AssetTable, docsAssets, STATIC_DIR, sendFile, uiAssets } from './a
 
 /**
  * Everything from hookpost itself and nothing inline: no inline script or style element, no
- * eval. `img-src data:` is for the small SVG icons inside Swagger UI's stylesheet. No framing
- * (the portal will list its allowed ancestors separately).
+ * eval. `img-src data:` is for the small SVG icons inside Swagger UI's stylesheet. No framing,
+ * except /portal by the origins HOOKPOST_PORTAL_FRAME_ANCESTORS lists.
  */
-export const PAGE_CSP =
-  "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; " +
-  "form-action 'self'; frame-ancestors 'none'";
+export function pageCsp(frameAncestors: readonly string[] = []): string {
+  const ancestors = frameAncestors.length > 0 ? frameAncestors.join(' ') : "'none'";
+  return (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; " +
+    `form-action 'self'; frame-ancestors ${ancestors}`
+  );
+}
+
+export const PAGE_CSP = pageCsp();
 
 /** Security headers for every page and asset. */
 export function pageHeaders(csp = PAGE_CSP): MiddlewareHandler {
@@ -75,9 +81,23 @@ documentRoute({
   responses: { 200: html },
 });
 documentRoute({ ...asset('/ui'), path: '/ui/assets/{name}', operationId: 'uiAsset' });
+documentRoute({
+  method: 'get',
+  path: '/portal',
+  operationId: 'partnerPortal',
+  tag: 'pages',
+  summary: "A tenant's partner portal, opened by a portal-session URL (the token in the fragment)",
+  description: 'Framable by the origins in HOOKPOST_PORTAL_FRAME_ANCESTORS (CSP frame-ancestors).',
+  responses: { 200: html },
+});
+
+export interface PageOptions {
+  /** Origins allowed to frame /portal; empty: none. */
+  portalFrameAncestors?: readonly string[];
+}
 
 /** Mounts the pages on `app`. Call after every route is registered (the document is built once). */
-export function mountPages(app: Hono): void {
+export function mountPages(app: Hono, options: PageOptions = {}): void {
   let built: { text: Buffer; gzip: Buffer } | undefined;
   app.get('/openapi.json', (c) => {
     if (!built) {
@@ -100,5 +120,8 @@ export function mountPages(app: Hono): void {
   pages.get('/docs/assets/:name', assetRoute(docsAssets()));
   pages.get('/ui', (c) => sendFile(c, path.join(STATIC_DIR, 'admin.html')));
   pages.get('/ui/assets/:name', assetRoute(uiAssets()));
+  // The page only: its scripts and styles come from /ui/assets, which need no framing rule.
+  pages.use('/portal', pageHeaders(pageCsp(options.portalFrameAncestors)));
+  pages.get('/portal', (c) => sendFile(c, path.join(STATIC_DIR, 'portal.html')));
   app.route('/', pages);
 }

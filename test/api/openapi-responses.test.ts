@@ -89,6 +89,7 @@ describe('documented responses match real ones', () => {
     await check('GET', '/v1/endpoints/{id}/health', `/v1/endpoints/${ep.id}/health`);
     await check('GET', '/v1/endpoints/slow', '/v1/endpoints/slow?p95_ms=0');
     await check('POST', '/v1/endpoints/{id}/rotate-secret', `/v1/endpoints/${ep.id}/rotate-secret`);
+    await check('POST', '/v1/endpoints/{id}/test-event', `/v1/endpoints/${ep.id}/test-event`);
 
     const good = await (
       await check('POST', '/v1/deliveries', '/v1/deliveries', {
@@ -136,7 +137,61 @@ describe('documented responses match real ones', () => {
     await check('GET', '/v1/pipeline', '/v1/pipeline');
     await check('GET', '/v1/endpoints/{id}', '/v1/endpoints/ep_missing');
     await check('DELETE', '/v1/endpoints/{id}', `/v1/endpoints/${ep.id}`);
-    assert.ok(checked.size >= 19, [...checked].join('\n'));
+    assert.ok(checked.size >= 20, [...checked].join('\n'));
+  });
+
+  it('tenants, portal sessions, API keys, the audit log, event types and expunge', async () => {
+    await check('PUT', '/v1/tenants/{id}', '/v1/tenants/acme', { name: 'Acme' });
+    await check('PUT', '/v1/tenants/{id}', '/v1/tenants/acme', { metadata: { tier: 'gold' } });
+    await check('GET', '/v1/tenants', '/v1/tenants');
+    await check('GET', '/v1/tenants/{id}', '/v1/tenants/acme');
+    const session = await (
+      await check('POST', '/v1/tenants/{id}/portal-sessions', '/v1/tenants/acme/portal-sessions', {
+        expires_in_seconds: 600,
+      })
+    ).json();
+    assert.match(session.url, /\/portal#token=hpk_/);
+    const key = await (
+      await check('POST', '/v1/api-keys', '/v1/api-keys', { name: 'ci', scopes: ['deliveries:read'] })
+    ).json();
+    await check('GET', '/v1/api-keys', '/v1/api-keys?include_portal=true');
+    await check('DELETE', '/v1/api-keys/{id}', `/v1/api-keys/${key.id}`);
+    await check('PUT', '/v1/event-types/{name}', '/v1/event-types/order.created', {
+      description: 'an order',
+      schema: { type: 'object' },
+      example: { id: 1 },
+    });
+    await check('PUT', '/v1/event-types/{name}', '/v1/event-types/order.created', { deprecated: true });
+    await check('GET', '/v1/event-types', '/v1/event-types');
+    await check('GET', '/v1/event-types/{name}', '/v1/event-types/order.created');
+    await check('DELETE', '/v1/event-types/{name}', '/v1/event-types/order.created');
+    const ep = await (
+      await check('POST', '/v1/endpoints', '/v1/endpoints', { url: receiver.url, tenant_id: 'acme' })
+    ).json();
+    const sent = await (
+      await check('POST', '/v1/deliveries', '/v1/deliveries', {
+        endpoint_id: ep.id,
+        event_type: 'a',
+        payload: {},
+      })
+    ).json();
+    await check('POST', '/v1/messages/{id}/expunge', `/v1/messages/${sent.message_id}/expunge`);
+    await check('GET', '/v1/deliveries', '/v1/deliveries?tenant_id=acme&event_type=a');
+    await check('GET', '/v1/audit-log', '/v1/audit-log');
+    await check('DELETE', '/v1/tenants/{id}', '/v1/tenants/acme');
+    for (const route of [
+      'GET /v1/tenants 200',
+      'PUT /v1/tenants/{id} 201',
+      'PUT /v1/tenants/{id} 200',
+      'POST /v1/tenants/{id}/portal-sessions 201',
+      'DELETE /v1/tenants/{id} 200',
+      'PUT /v1/event-types/{name} 200',
+      'DELETE /v1/event-types/{name} 204',
+      'POST /v1/messages/{id}/expunge 200',
+      'GET /v1/audit-log 200',
+    ]) {
+      assert.ok(checked.has(route), route);
+    }
   });
 
   it('errors have the documented error shape', async () => {

@@ -95,6 +95,15 @@ const MATRIX: Record<string, Case> = {
     own: async (s, f) =>
       void (await status(s('GET', `/v1/endpoints/${f.a.endpoint}/latency`), 200, 'latency')),
   },
+  'POST /v1/endpoints/:id/test-event': {
+    kind: 'scoped',
+    cross: async (s, f) =>
+      void (await status(s('POST', `/v1/endpoints/${f.b.endpoint}/test-event`), 404, 'test event B')),
+    own: async (s, f) => {
+      const body = await status(s('POST', `/v1/endpoints/${f.a.endpoint}/test-event`), 202, 'test event');
+      assert.equal(body.deliveries[0].endpoint_id, f.a.endpoint);
+    },
+  },
   'GET /v1/endpoints/:id': {
     kind: 'scoped',
     cross: async (s, f) => void (await status(s('GET', `/v1/endpoints/${f.b.endpoint}`), 404, 'get B')),

@@ -203,6 +203,15 @@ describe('admin page in Chromium', { skip }, () => {
     await page.getByRole('button', { name: `Disable ${flakyEndpoint}` }).waitFor();
     assert.equal((await (await t.send('GET', `/v1/endpoints/${flakyEndpoint}`)).json()).enabled, true);
 
+    // The tenant filter (GET /v1/endpoints?tenant_id=): another tenant has none of these.
+    await page.getByLabel('Tenant').fill('someone_else');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No endpoints yet.').waitFor();
+    await page.getByLabel('Tenant').fill('default');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.locator('tr', { hasText: bulkEndpoint }).waitFor();
+    assert.match(page.url(), /#\/endpoints\?tenant_id=default$/);
+
     await page.getByRole('link', { name: bulkEndpoint }).click();
     await page.locator('.chart canvas').first().waitFor();
     const series = await (await t.send('GET', `/v1/endpoints/${bulkEndpoint}/latency?hours=24`)).json();
@@ -265,6 +274,20 @@ describe('admin page in Chromium', { skip }, () => {
     const hit = page.getByRole('link', { name: flakyDelivery });
     await hit.waitFor();
     await assertLabelled();
+    // The filters /openapi.json declares for the list, with a Tenant column in the results.
+    await page.getByLabel('Created since').waitFor();
+    await page.getByRole('columnheader', { name: 'Tenant' }).waitFor();
+    await page.getByLabel('Tenant').fill('default');
+    await page.getByLabel('Event type').fill('order.paid');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/tenant_id=default/);
+    await hit.waitFor();
+    await page.getByLabel('Event type').fill('order.refunded');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('No delivery matches.').waitFor();
+    await page.getByLabel('Event type').fill('order.paid');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await hit.waitFor();
     await shot('ui-deliveries');
     await hit.click();
     const attempts = page.locator('section', { hasText: 'Attempts (3)' }).locator('tbody tr');

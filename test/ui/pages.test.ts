@@ -27,7 +27,7 @@ describe('pages: /ui and /docs', () => {
     return [...html.matchAll(/(?:src|href)="(\/(?:ui|docs)\/assets\/[^"]+)"/g)].map((m) => m[1]!);
   }
 
-  for (const page of ['/ui', '/docs']) {
+  for (const page of ['/ui', '/docs', '/portal']) {
     it(`${page} has a CSP of default-src 'self' with nothing inline`, async () => {
       const res = await t.request(page);
       assert.equal(res.status, 200);
@@ -45,7 +45,11 @@ describe('pages: /ui and /docs', () => {
   }
 
   it('serves every file the pages and their modules name, gzipped and revalidated', async () => {
-    const urls = new Set([...(await referencedAssets('/ui')), ...(await referencedAssets('/docs'))]);
+    const urls = new Set([
+      ...(await referencedAssets('/ui')),
+      ...(await referencedAssets('/docs')),
+      ...(await referencedAssets('/portal')),
+    ]);
     // Modules import each other by relative name: each must be in the asset table too.
     for (const file of await readdir(STATIC_DIR)) {
       if (!file.endsWith('.js')) continue;
@@ -66,6 +70,35 @@ describe('pages: /ui and /docs', () => {
       const again = await t.request(url, { headers: { 'if-none-match': plain.headers.get('etag')! } });
       assert.equal(again.status, 304, url);
     }
+  });
+
+  it('frames /portal by HOOKPOST_PORTAL_FRAME_ANCESTORS only, and refuses a bad value at start', async () => {
+    const framed = await createTestApp(db, {
+      HOOKPOST_PORTAL_FRAME_ANCESTORS: "https://app.example.com, https://*.partner.test 'self'",
+    });
+    const portal = await framed.request('/portal');
+    assert.match(
+      portal.headers.get('content-security-policy') ?? '',
+      /^default-src 'self';.*; frame-ancestors https:\/\/app\.example\.com https:\/\/\*\.partner\.test 'self'$/,
+    );
+    for (const other of ['/ui', '/docs', '/ui/assets/portal.js']) {
+      const res = await framed.request(other);
+      assert.match(res.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'$/, other);
+    }
+    const { loadConfig } = await import('../../src/config.js');
+    for (const bad of [
+      "https://a.test; script-src 'unsafe-inline'",
+      'javascript:alert(1)',
+      'https://a.test/path',
+      '*',
+    ]) {
+      assert.throws(
+        () => loadConfig({ HOOKPOST_PORTAL_FRAME_ANCESTORS: bad }),
+        /HOOKPOST_PORTAL_FRAME_ANCESTORS=.* is invalid/,
+        bad,
+      );
+    }
+    assert.deepEqual(loadConfig({}).portalFrameAncestors, []);
   });
 
   it('answers 404 for anything outside the asset tables', async () => {

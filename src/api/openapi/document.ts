@@ -105,7 +105,16 @@ function isAuthed(route: DocumentedRoute): boolean {
 }
 
 /** Tags in reading order; a tag not listed here follows them, in registration order. */
-const TAG_ORDER = ['endpoints', 'deliveries', 'dead letters', 'operations', 'pages'];
+const TAG_ORDER = [
+  'endpoints',
+  'deliveries',
+  'dead letters',
+  'event types',
+  'tenants',
+  'api keys',
+  'operations',
+  'pages',
+];
 const METHOD_ORDER = ['get', 'post', 'put', 'patch', 'delete'];
 
 /** By tag, then path, then method: registration order depends on import order, not on meaning. */

@@ -85,7 +85,10 @@ documentRoute({
   operationId: 'listEndpoints',
   tag: 'endpoints',
   summary: 'List endpoints (keyset-paginated)',
-  query: z.object(pageQuery),
+  query: z.object({
+    tenant_id: z.string().optional().meta({ description: "only this tenant's endpoints" }),
+    ...pageQuery,
+  }),
   responses: { 200: { description: 'a page of endpoints', schema: page(endpointSchema) } },
 });
 documentRoute({
@@ -194,6 +197,10 @@ documentRoute({
   query: z.object({
     status: z.enum(DELIVERY_STATUSES).optional(),
     endpoint_id: z.string().optional(),
+    tenant_id: z.string().optional().meta({ description: "only this tenant's deliveries" }),
+    event_type: z.string().optional(),
+    since: z.iso.datetime({ offset: true }).optional().meta({ description: 'created at or after' }),
+    until: z.iso.datetime({ offset: true }).optional().meta({ description: 'created before' }),
     ...pageQuery,
   }),
   responses: { 200: { description: 'a page of deliveries', schema: page(deliverySchema) } },

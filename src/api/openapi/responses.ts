@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DELIVERY_STATUSES } from '../../deliveries/read.js';
+import { SCOPES } from '../../tenants/scope.js';
 
 const timestamp = z.string().meta({ format: 'date-time' });
 const nullableTimestamp = timestamp.nullable();
@@ -114,6 +115,9 @@ export const deliverySchema = z
     updated_at: timestamp,
     delivered_at: nullableTimestamp,
     dead_at: nullableTimestamp,
+    payload_expired: z.boolean().meta({
+      description: 'payload bytes and response snippets erased (expiry or expunge); a replay is 409',
+    }),
   })
   .meta({ id: 'Delivery' });
 
@@ -186,6 +190,8 @@ export const bulkReplaySchema = z.object({
 export const replayAuditSchema = z.object({
   id: z.string(),
   actor: z.string(),
+  actor_key_id: z.string().nullable(),
+  tenant_id: z.string().nullable(),
   created_at: timestamp,
   updated_at: timestamp,
   finished_at: nullableTimestamp,
@@ -210,6 +216,110 @@ export const pipelineSchema = z
     open_circuits: z.number().int(),
   })
   .meta({ id: 'Pipeline' });
+
+export const tenantSchema = z
+  .object({
+    id: z.string().meta({ examples: ['customer_42'] }),
+    name: z.string(),
+    metadata: z.record(z.string(), z.unknown()),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Tenant' });
+
+export const tenantWithCountsSchema = tenantSchema
+  .extend({
+    endpoints: z.number().int(),
+    queued_deliveries: z.number().int(),
+    dead_letters: z.number().int(),
+  })
+  .meta({ id: 'TenantWithCounts' });
+
+export const tenantDeletedSchema = z.object({
+  id: z.string(),
+  deleted: z.literal(true),
+  endpoints_deleted: z.number().int(),
+  deliveries_cancelled: z.number().int(),
+});
+
+const scopeEnum = z.enum(SCOPES);
+
+export const portalSessionSchema = z.object({
+  id: z.string().meta({ description: 'the session key id (key_…), revocable with DELETE /v1/api-keys/{id}' }),
+  url: z.string().meta({ description: '/portal signed in: the token is in the URL fragment' }),
+  token: z.string().meta({ description: 'hpk_…, bound to the tenant' }),
+  tenant_id: z.string(),
+  scopes: z.array(scopeEnum),
+  expires_at: timestamp,
+});
+
+export const apiKeySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    kind: z.enum(['key', 'admin', 'portal']),
+    prefix: z.string().meta({ description: 'the first characters of the key, to recognise it' }),
+    scopes: z.array(scopeEnum),
+    tenant_id: z.string().nullable(),
+    rate_limit_per_second: z.number().nullable(),
+    expires_at: nullableTimestamp,
+    created_at: timestamp,
+    created_by: z.string().nullable(),
+    last_used_at: nullableTimestamp,
+    revoked_at: nullableTimestamp,
+  })
+  .meta({ id: 'ApiKey' });
+
+export const apiKeyCreatedSchema = apiKeySchema
+  .extend({ key: z.string().meta({ description: 'hpk_…, shown only here' }) })
+  .meta({ id: 'ApiKeyCreated' });
+
+export const auditEntrySchema = z
+  .object({
+    id: z.string(),
+    at: timestamp,
+    actor_key_id: z.string(),
+    actor_name: z.string(),
+    action: z.string().meta({ examples: ['endpoint.created', 'portal_session.created'] }),
+    resource_type: z.string(),
+    resource_id: z.string(),
+    tenant_id: z.string().nullable(),
+    details: z.record(z.string(), z.unknown()).meta({ description: 'field names and ids, never secrets' }),
+    replay: z
+      .object({
+        state: z.string(),
+        matched: z.number().int(),
+        replayed: z.number().int(),
+        skipped: z.number().int(),
+      })
+      .nullable(),
+  })
+  .meta({ id: 'AuditEntry' });
+
+export const eventTypeSchema = z
+  .object({
+    name: z.string().meta({ examples: ['order.created'] }),
+    description: z.string(),
+    schema: z
+      .union([z.record(z.string(), z.unknown()), z.boolean()])
+      .nullable()
+      .meta({ description: 'JSON Schema (draft 2020-12) payloads are validated against' }),
+    example: z.unknown(),
+    deprecated: z.boolean(),
+    schema_version: z.number().int(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'EventType' });
+
+export const expungeSchema = z.object({
+  message_id: z.string(),
+  payload_expired: z.literal(true),
+  payload_expired_at: timestamp,
+  cancelled_deliveries: z.number().int(),
+  erased_snippets: z.number().int(),
+  audit_id: z.string(),
+});
 
 /** `{data: [...], next_cursor}`: keyset pagination, pass next_cursor back as ?cursor=. */
 export function page<T extends z.ZodType>(item: T) {

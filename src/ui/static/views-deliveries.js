@@ -63,7 +63,9 @@ export function deliveryColumns(withTenant = false) {
 }
 
 export async function deliveriesView(ctx, view, query) {
-  const filters = await listFilters('/v1/deliveries');
+  // A page may hide filters that mean nothing to it (the portal: tenant_id, its key's own).
+  const hidden = new Set(ctx.hiddenFilters ?? []);
+  const filters = (await listFilters('/v1/deliveries')).filter((p) => !hidden.has(p.name));
   const idInput = h('input', { name: 'id', placeholder: 'dlv_…', value: '' });
   const controls = filters.map((p) => ({ param: p, control: filterControl(p, query.get(p.name)) }));
   const results = h('div');
@@ -100,7 +102,7 @@ export async function deliveriesView(ctx, view, query) {
     const next = page.next_cursor
       ? actionButton('Older', () => ctx.run(() => more(page.next_cursor)), { class: 'secondary' })
       : null;
-    const withTenant = rows.some((d) => d.tenant_id !== undefined);
+    const withTenant = !ctx.singleTenant && rows.some((d) => d.tenant_id !== undefined);
     replace(results, table('Deliveries', deliveryColumns(withTenant), rows, 'No delivery matches.'), next);
   }
   await more(undefined);

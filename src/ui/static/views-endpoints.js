@@ -2,18 +2,18 @@
  * Endpoints with their health (circuit, failure streak, latency percentiles, disabled reason),
  * enable/disable, and one endpoint's page with its 24 h latency chart.
  */
-import { actionButton, h, replace, section, table } from './dom.js';
+import { actionButton, field, h, replace, section, table } from './dom.js';
 import { badge, count, ms, time } from './format.js';
 import { latencyChart } from './latency-chart.js';
 
 const enc = encodeURIComponent;
 
-/** Fetches every endpoint (following cursors, up to `max`) with its health. */
-export async function endpointsWithHealth(api, max = 500) {
+/** Fetches every endpoint (following cursors, up to `max`) with its health; `tenantId` filters. */
+export async function endpointsWithHealth(api, max = 500, tenantId = undefined) {
   const endpoints = [];
   let cursor;
   do {
-    const page = await api.get('/v1/endpoints', { limit: 100, cursor });
+    const page = await api.get('/v1/endpoints', { limit: 100, cursor, tenant_id: tenantId });
     endpoints.push(...page.data);
     cursor = page.next_cursor;
   } while (cursor && endpoints.length < max);
@@ -72,12 +72,30 @@ export function endpointColumns(ctx, rerender, withTenant) {
   ];
 }
 
-export async function endpointsView(ctx, view) {
+/** ?tenant_id= in the hash narrows the list to one tenant (the API's own filter). */
+export async function endpointsView(ctx, view, query) {
   const holder = h('div');
-  replace(view, h('h1', { tabindex: '-1' }, 'Endpoints'), section('Endpoints and their health', holder));
+  const tenantId = query?.get('tenant_id') || undefined;
+  const tenantInput = h('input', { name: 'tenant_id', value: tenantId ?? '', placeholder: 'any tenant' });
+  const filter = h(
+    'form',
+    { class: 'filters', role: 'search' },
+    field('Tenant', tenantInput),
+    h('p', { class: 'actions' }, h('button', { type: 'submit' }, 'Filter')),
+  );
+  filter.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const value = tenantInput.value.trim();
+    ctx.navigate(value ? `#/endpoints?tenant_id=${enc(value)}` : '#/endpoints');
+  });
+  replace(
+    view,
+    h('h1', { tabindex: '-1' }, tenantId ? `Endpoints of ${tenantId}` : 'Endpoints'),
+    section('Endpoints and their health', filter, holder),
+  );
   async function render() {
-    const rows = await endpointsWithHealth(ctx.api);
-    const withTenant = rows.some((e) => e.tenant_id !== undefined);
+    const rows = await endpointsWithHealth(ctx.api, 500, tenantId);
+    const withTenant = !ctx.singleTenant && rows.some((e) => e.tenant_id !== undefined);
     replace(holder, table('Endpoints', endpointColumns(ctx, render, withTenant), rows, 'No endpoints yet.'));
   }
   await render();
@@ -91,13 +109,17 @@ function definitionList(pairs) {
   );
 }
 
-export async function endpointView(ctx, view, id) {
+/**
+ * One endpoint: its settings, health and latency chart. `extras(e, rerender)` adds sections before
+ * the chart (the portal's edit, rotate, test and delete).
+ */
+export async function endpointView(ctx, view, id, extras = undefined) {
   const [e, health] = await Promise.all([
     ctx.api.get(`/v1/endpoints/${enc(id)}`),
     ctx.api.get(`/v1/endpoints/${enc(id)}/health`),
   ]);
   const chart = h('div', { class: 'chart', role: 'img', 'aria-label': `Latency of ${id} over 24 hours` });
-  const rerender = () => endpointView(ctx, view, id);
+  const rerender = () => endpointView(ctx, view, id, extras);
   replace(
     view,
     h('h1', { tabindex: '-1' }, `Endpoint ${e.id}`),
@@ -132,6 +154,7 @@ export async function endpointView(ctx, view, id) {
         ['Samples (24 h)', count(health.sample_count)],
       ]),
     ),
+    extras ? extras(e, rerender) : null,
     section('Latency, last 24 hours', chart),
   );
   const series = await ctx.api.get(`/v1/endpoints/${enc(id)}/latency`, { hours: 24 });

@@ -1,0 +1,106 @@
+/**
+ * What the admin page and the partner portal share: the context the views use (api, notify, run,
+ * every, navigate) and a hash router over the views. Each page is a thin shell over this: it
+ * brings its own key store, sign-in and list of routes.
+ */
+import { ApiError, createApi } from './api.js';
+import { h, replace } from './dom.js';
+
+/** A message for people from whatever an action threw. */
+export function describe(error) {
+  if (error instanceof ApiError) return `${error.message} (${error.status} ${error.code})`;
+  // fetch() rejects with a TypeError when the server cannot be reached at all.
+  if (error instanceof TypeError && /fetch/i.test(error.message))
+    return `Could not reach hookpost: ${error.message}`;
+  return `This page failed: ${error.message}`;
+}
+
+/**
+ * createShell({store, view, nav, notice, routes, home, onUnauthorized, options}): {ctx, route,
+ * stop}. `routes` is [[regexp over the hash path, (ctx, view, query, ...groups) => Promise]];
+ * `options` is merged into ctx for the views (e.g. which filters a page hides).
+ */
+export function createShell({ store, view, nav, notice, routes, home, onUnauthorized, options = {} }) {
+  let timers = [];
+  let noticeTimer;
+
+  function notify(message, kind = 'info') {
+    notice.textContent = message;
+    notice.className = `notice ${kind}`;
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(() => {
+      notice.textContent = '';
+      notice.className = 'notice';
+    }, 6000);
+  }
+
+  function stop() {
+    for (const t of timers) clearInterval(t);
+    timers = [];
+  }
+
+  const ctx = {
+    ...options,
+    api: createApi(store, onUnauthorized),
+    notify,
+    /** Runs an action, showing its API error instead of throwing. */
+    async run(action) {
+      try {
+        return await action();
+      } catch (error) {
+        notify(describe(error), 'error');
+        return undefined;
+      }
+    },
+    /** Repeats `fn` every `ms` while this view is shown. */
+    every(fn, ms) {
+      timers.push(setInterval(() => fn().catch((e) => notify(describe(e), 'error')), ms));
+    },
+    navigate(hash) {
+      if (location.hash === hash) route();
+      else location.hash = hash;
+    },
+  };
+
+  async function route() {
+    stop();
+    if (!store.get()) return onUnauthorized();
+    const hash = location.hash || home;
+    const [path, search = ''] = hash.split('?');
+    for (const a of nav.querySelectorAll('a')) {
+      a.toggleAttribute('aria-current', a.getAttribute('href') === path);
+      if (a.hasAttribute('aria-current')) a.setAttribute('aria-current', 'page');
+    }
+    const match = routes.map(([re, render]) => [re.exec(path), render]).find(([m]) => m);
+    if (!match) {
+      replace(
+        view,
+        h('h1', { tabindex: '-1' }, 'Not found'),
+        h('p', {}, h('a', { href: home }, 'Back to the start')),
+      );
+      return;
+    }
+    const [m, render] = match;
+    replace(view, h('p', { class: 'muted' }, 'Loading…'));
+    view.setAttribute('aria-busy', 'true');
+    try {
+      await render(ctx, view, new URLSearchParams(search), ...m.slice(1).map(decodeURIComponent));
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 401)) {
+        replace(
+          view,
+          h('h1', { tabindex: '-1' }, 'Something went wrong'),
+          h('p', { class: 'error', role: 'alert' }, describe(error)),
+        );
+      }
+    } finally {
+      view.removeAttribute('aria-busy');
+    }
+    // Move focus to the new view's heading so keyboard and screen-reader users land on it.
+    if (document.activeElement === document.body || document.activeElement?.closest('nav'))
+      view.querySelector('h1')?.focus();
+  }
+
+  window.addEventListener('hashchange', route);
+  return { ctx, route, stop };
+}
