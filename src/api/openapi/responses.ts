@@ -118,6 +118,12 @@ export const deliverySchema = z
     payload_expired: z.boolean().meta({
       description: 'payload bytes and response snippets erased (expiry or expunge); a replay is 409',
     }),
+    parked: z.enum(['circuit_open', 'endpoint_disabled']).nullable().meta({
+      description: 'why a queued delivery waits with no next attempt time; null when it is not parked',
+    }),
+    next_probe_at: nullableTimestamp.meta({
+      description: 'for parked: circuit_open, when the circuit releases its next probe',
+    }),
   })
   .meta({ id: 'Delivery' });
 
