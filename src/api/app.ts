@@ -25,6 +25,7 @@ import './openapi/operations.js';
 import { messageRoutes } from './messages.js';
 import { pipelineRoutes } from './pipeline.js';
 import { replayRoutes } from './replay.js';
+import { resendRoutes } from './resend.js';
 import { tenantRoutes } from './tenants.js';
 
 export interface AppDeps {
@@ -79,6 +80,16 @@ export function createApp(deps: AppDeps) {
     }),
   );
   v1.route('/endpoints', latencyRoutes({ sql: deps.sql, endpoints: deps.endpoints }));
+  v1.route(
+    '/endpoints',
+    resendRoutes({
+      sql: deps.sql,
+      log: deps.log,
+      replayBatchSize: deps.config.replayBatchSize,
+      replayRatePerSecond: deps.config.replayRatePerSecond,
+      background: deps.background,
+    }),
+  );
   v1.route(
     '/deliveries',
     deliveryRoutes({
