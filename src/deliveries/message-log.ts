@@ -63,9 +63,16 @@ export async function listMessages(
   scope: TenantScope,
   filter: MessageLogFilter,
 ): Promise<{ rows: MessageLogRow[]; hasMore: boolean }> {
+  const found = await messageLogQuery(sql, scope, filter);
+  const rows = found.filter((r) => r.in_page).slice(0, filter.limit);
+  return { rows, hasMore: found.length > rows.length };
+}
+
+/** The statement behind listMessages(), not yet run (the test EXPLAINs it). */
+export function messageLogQuery(sql: Sql, scope: TenantScope, filter: MessageLogFilter) {
   const asc = filter.order === 'asc';
   const order = asc ? sql`ASC` : sql`DESC`;
-  const found = await sql<(MessageLogRow & { in_page: boolean })[]>`
+  return sql<(MessageLogRow & { in_page: boolean })[]>`
     WITH candidates AS (
       SELECT id, sum(octet_length(payload)) OVER (ORDER BY id ${order}) - octet_length(payload) AS bytes_before
       FROM messages
@@ -83,8 +90,6 @@ export async function listMessages(
       CASE WHEN c.bytes_before < ${MESSAGE_PAGE_BYTES} THEN m.payload END AS payload
     FROM candidates c JOIN messages m ON m.id = c.id
     ORDER BY m.id ${order}`;
-  const rows = found.filter((r) => r.in_page).slice(0, filter.limit);
-  return { rows, hasMore: found.length > rows.length };
 }
 
 /** Arbitrary constant: the advisory lock that lets one process at a time build the index. */
