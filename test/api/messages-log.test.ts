@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { messagePageSchema } from '../../src/api/openapi/messages-responses.js';
 import {
   ensureMessageLogIndex,
   MESSAGE_LOG_INDEX,
@@ -26,6 +27,9 @@ type Send = Awaited<ReturnType<typeof keySender>>['send'];
 async function readPage(res: Response) {
   assert.equal(res.status, 200, await res.clone().text());
   const text = await res.text();
+  // The shape the OpenAPI document gives for this route.
+  const documented = messagePageSchema.safeParse(JSON.parse(text));
+  assert.ok(documented.success, documented.error?.message);
   const body = JSON.parse(text) as {
     data: { id: string; tenant_id: string; event_type: string; payload_expired: boolean }[];
     next_cursor: string | null;
@@ -47,7 +51,8 @@ async function pageAll(send: Send, query: string, startCursor: string | null = n
     const page = await readPage(
       await send('GET', `/v1/messages?${query}${cursor ? `&cursor=${cursor}` : ''}`),
     );
-    page.data.forEach((m, i) => seen.push({ id: m.id, tenant_id: m.tenant_id, raw: page.raw[i]! }));
+    for (const [i, m] of page.data.entries())
+      seen.push({ id: m.id, tenant_id: m.tenant_id, raw: page.raw[i]! });
     cursor = page.next_cursor;
     pages++;
     assert.ok(pages < 100, 'the pages end');
