@@ -115,8 +115,8 @@ export async function planResend(
   filter: ResendFilter,
   options: { actor: Actor; dryRun: boolean; reason?: string | undefined },
 ): Promise<ResendPlan> {
-  const [endpoint] = await sql<{ enabled: boolean }[]>`
-    SELECT e.enabled FROM endpoints e
+  const [endpoint] = await sql<{ enabled: boolean; tenant_id: string }[]>`
+    SELECT e.enabled, e.tenant_id FROM endpoints e
     WHERE e.id = ${filter.endpointId} AND e.deleted_at IS NULL AND ${tenantIs(sql, filter, 'e.tenant_id')}`;
   if (!endpoint) throw new ReplayError('endpoint_not_found', `endpoint ${filter.endpointId} not found`);
   if (!endpoint.enabled && !options.dryRun) {
@@ -140,7 +140,8 @@ export async function planResend(
   const finishedNow = options.dryRun || matched === 0;
   const auditId = await insertAudit(sql, {
     actor: options.actor,
-    tenantId: filter.tenantId,
+    // The endpoint's tenant, also when an admin asks: the tenant's own keys see the resend.
+    tenantId: endpoint.tenant_id,
     filter: auditFilter(filter, options.reason),
     dryRun: options.dryRun,
     matched,

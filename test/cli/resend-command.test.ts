@@ -68,9 +68,11 @@ describe('hookpost replay --include-delivered', () => {
     await waitFor('the resends', () => receiver.requests.length === 6);
     const ids = receiver.requests.map((r) => r.headers['webhook-id']);
     assert.deepEqual(ids.slice(3).sort(), ids.slice(0, 3).sort(), 'the same webhook-ids again');
-    const [audit] = await db.sql`SELECT filter, replayed FROM replay_audit ORDER BY created_at DESC LIMIT 1`;
+    const [audit] =
+      await db.sql`SELECT filter, replayed, tenant_id FROM replay_audit ORDER BY created_at DESC LIMIT 1`;
     assert.equal(audit!.filter.kind, 'resend');
     assert.equal(audit!.replayed, 3);
+    assert.equal(audit!.tenant_id, 'default', "recorded under the endpoint's tenant");
   });
 
   it('refuses dead-letter-only options and a missing --since with exit code 2', async () => {
