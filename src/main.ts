@@ -53,11 +53,14 @@ const COMMANDS: Record<string, Command> = {
     summary: "requeue an endpoint's dead letters, paced, with progress (audited)",
     usage:
       'hookpost replay --endpoint ID [--since T] [--until T] [--limit N] [--error-class C] [--status-code S] [--dry-run]\n' +
+      '                [--include-delivered]\n' +
       '  --since, --until  when they died: 2026-05-01T10:00:00Z, 2026-05-01, or an age like 6h, 2d\n' +
       '  --limit N         at most N, oldest first\n' +
       '  --error-class C   only those whose last error was C (e.g. http_503, timeout)\n' +
       '  --status-code S   only those whose last answer was S\n' +
       '  --dry-run         count what would be replayed; change nothing\n' +
+      '  --include-delivered  resend every delivery created in --since..--until, delivered ones\n' +
+      '                    included, same webhook-ids (queued and in-flight ones are skipped)\n' +
       'Paced by HOOKPOST_REPLAY_BATCH_SIZE and HOOKPOST_REPLAY_RATE_PER_SECOND. Reads and writes the\n' +
       'database directly (DATABASE_URL, else the embedded one).',
     options: {
@@ -68,6 +71,7 @@ const COMMANDS: Record<string, Command> = {
       'error-class': { type: 'string' },
       'status-code': { type: 'string' },
       'dry-run': { type: 'boolean' },
+      'include-delivered': { type: 'boolean' },
     },
   },
   listen: {

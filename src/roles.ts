@@ -13,6 +13,7 @@ import type { Config } from './config.js';
 import { connect } from './db/connect.js';
 import { openDatabase, verifyConnection } from './db/database.js';
 import { migrate, readMigrations } from './db/migrate.js';
+import { ensureMessageLogIndex } from './deliveries/message-log.js';
 import { createWaker } from './deliveries/wakeup.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { startResealing } from './endpoints/reseal.js';
@@ -112,6 +113,14 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
     });
     closers.unshift(await listen(app, config.port, config.host, 'PORT', closers));
     banner = admin;
+    // The events log's index, built CONCURRENTLY in the background (enqueue goes on meanwhile;
+    // the log works without it, only slower). A build cut short by a shutdown is redone next start.
+    ensureMessageLogIndex(sql).catch((error: Error) =>
+      log.warn(
+        { errorName: error.name, message: error.message },
+        'events log index not built; retried at next start',
+      ),
+    );
   }
 
   if (config.metricsPort !== undefined) {

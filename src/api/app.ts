@@ -26,6 +26,7 @@ import './openapi/operations.js';
 import { messageRoutes } from './messages.js';
 import { pipelineRoutes } from './pipeline.js';
 import { replayRoutes } from './replay.js';
+import { resendRoutes } from './resend.js';
 import { tenantRoutes } from './tenants.js';
 
 export interface AppDeps {
@@ -87,6 +88,16 @@ export function createApp(deps: AppDeps) {
       endpoints: deps.endpoints,
       onEnqueued: deps.onEnqueued ?? (() => {}),
       metrics,
+    }),
+  );
+  v1.route(
+    '/endpoints',
+    resendRoutes({
+      sql: deps.sql,
+      log: deps.log,
+      replayBatchSize: deps.config.replayBatchSize,
+      replayRatePerSecond: deps.config.replayRatePerSecond,
+      background: deps.background,
     }),
   );
   v1.route(

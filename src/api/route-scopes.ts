@@ -19,6 +19,8 @@ export const ROUTE_SCOPES: readonly RouteRule[] = [
   ['POST', '/v1/endpoints/:id/rotate-secret', 'endpoints:write'],
   // A fixed payload to one endpoint (the portal's test button): endpoint management, not enqueue.
   ['POST', '/v1/endpoints/:id/test-event', 'endpoints:write'],
+  // A resend is a replay of delivered events too: same scope, same audit.
+  ['POST', '/v1/endpoints/:id/resend', 'replay'],
   ['POST', '/v1/deliveries', 'deliveries:write'],
   ['POST', '/v1/deliveries/batch', 'deliveries:write'],
   ['GET', '/v1/deliveries', 'deliveries:read'],
@@ -28,6 +30,8 @@ export const ROUTE_SCOPES: readonly RouteRule[] = [
   ['POST', '/v1/dead-letters/replay', 'replay'],
   ['GET', '/v1/dead-letters/replays/:id', 'deliveries:read'],
   ['GET', '/v1/pipeline', 'deliveries:read'],
+  // The events log: whoever may read a tenant's deliveries may read the events behind them.
+  ['GET', '/v1/messages', 'deliveries:read'],
   // An erasure request: whoever may write a tenant's events may erase them (audited).
   ['POST', '/v1/messages/:id/expunge', 'deliveries:write'],
   ['GET', '/v1/event-types', 'endpoints:read'],

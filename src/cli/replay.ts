@@ -1,13 +1,15 @@
 /**
  * `hookpost replay --endpoint ID [--since T] [--until T] [--limit N] [--dry-run]`: the paced
  * bulk replay of deliveries/bulk-replay.ts, run in this process with a progress display. Ctrl-C
- * stops after the batch in progress; what was not replayed stays dead-lettered.
+ * stops after the batch in progress; what was not replayed stays dead-lettered. With
+ * `--include-delivered` it is a resend (deliveries/resend.ts) of every delivery in the range.
  */
 import os from 'node:os';
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
 import { MAX_REPLAY_LIMIT, type ReplayFilter, runReplay, startReplay } from '../deliveries/bulk-replay.js';
 import { ReplayError } from '../deliveries/replay.js';
+import { planResend, type ResendFilter, runResend } from '../deliveries/resend.js';
 import type { Actor } from '../tenants/audit.js';
 import { withDatabase } from './database.js';
 import { createProgress } from './progress.js';
@@ -22,6 +24,7 @@ export interface ReplayArgs {
   'error-class'?: string | undefined;
   'status-code'?: string | undefined;
   'dry-run'?: boolean | undefined;
+  'include-delivered'?: boolean | undefined;
 }
 
 function integerArg(name: string, raw: string | undefined, min: number, max: number): number | undefined {
@@ -121,10 +124,94 @@ async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: bo
   }
 }
 
+/**
+ * `--include-delivered`: a resend (deliveries/resend.ts) of the endpoint's deliveries created in
+ * the range, whatever their state, rather than a replay of its dead letters. --since and --until
+ * then bound when the events were accepted; --since is required (a resend of everything ever
+ * kept should be asked for: --since 1970-01-01).
+ */
+export function resendFilterFromArgs(args: ReplayArgs, now: Date): ResendFilter {
+  if (args['error-class'] !== undefined || args['status-code'] !== undefined) {
+    throw new UsageError(
+      '--error-class and --status-code select dead letters; they do not go with --include-delivered',
+    );
+  }
+  const base = replayFilterFromArgs(args, now);
+  if (base.since === undefined) {
+    throw new UsageError('--include-delivered needs --since (when the events to resend were accepted)');
+  }
+  return {
+    tenantId: null,
+    endpointId: base.endpointId!,
+    since: base.since,
+    until: base.until,
+    limit: base.limit,
+  };
+}
+
+async function resend(sql: Sql, config: Config, filter: ResendFilter, dryRun: boolean): Promise<number> {
+  const plan = await planResend(sql, filter, {
+    actor: cliActor(),
+    dryRun,
+    reason: 'hookpost replay --include-delivered',
+  });
+  const skippedText = `${plan.queued} skipped (still queued or in flight), ${plan.payloadExpired} skipped (payload expired)`;
+  if (dryRun) {
+    out(
+      `dry run: ${plan.matched} deliveries match; ${plan.matched - plan.queued - plan.payloadExpired} would be ` +
+        `resent, ${skippedText}. Nothing was changed. Audit: ${plan.auditId}`,
+    );
+    return 0;
+  }
+  if (plan.matched === 0) {
+    out(`no deliveries match; nothing to resend. Audit: ${plan.auditId}`);
+    return 0;
+  }
+  out(
+    `resending ${plan.matched} deliveries of ${filter.endpointId} (delivered ones included) in batches of ` +
+      `${config.replayBatchSize}, at most ${config.replayRatePerSecond}/s; Ctrl-C stops after the current batch`,
+  );
+  const progress = createProgress(process.stdout, plan.matched, 'resent');
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const outcome = await runResend(sql, plan, filter, {
+      batchSize: config.replayBatchSize,
+      ratePerSecond: config.replayRatePerSecond,
+      signal: stop.signal,
+      onProgress: (p) => progress.update(p.replayed + p.skipped, p.skipped ? `(${p.skipped} skipped)` : ''),
+    });
+    progress.finish();
+    if (outcome.state === 'interrupted') {
+      out(`interrupted: resent ${outcome.resent} of ${plan.matched}. Audit: ${plan.auditId}`);
+      return 1;
+    }
+    out(`resent ${outcome.resent} of ${plan.matched}, skipped ${outcome.skipped}. Audit: ${plan.auditId}`);
+    return 0;
+  } finally {
+    progress.finish();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 export async function runReplayCommand(config: Config, args: ReplayArgs): Promise<number> {
+  const dryRun = args['dry-run'] === true;
+  if (args['include-delivered'] === true) {
+    const filter = resendFilterFromArgs(args, new Date());
+    try {
+      return await withDatabase(config, (sql) => resend(sql, config, filter, dryRun));
+    } catch (error) {
+      if (!(error instanceof ReplayError)) throw error;
+      process.stderr.write(`hookpost: ${error.message}\n`);
+      return 1;
+    }
+  }
   const filter = replayFilterFromArgs(args, new Date());
   try {
-    return await withDatabase(config, (sql) => replay(sql, config, filter, args['dry-run'] === true));
+    return await withDatabase(config, (sql) => replay(sql, config, filter, dryRun));
   } catch (error) {
     // Refusals the operator can act on (unknown or disabled endpoint): one line, exit 1.
     if (!(error instanceof ReplayError)) throw error;

@@ -153,7 +153,7 @@ interface CandidateRow {
 }
 
 /** Sleeps `ms`, waking early (and resolving) when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (ms <= 0 || signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
@@ -224,7 +224,8 @@ export async function runReplay(sql: Sql, plan: ReplayPlan, filter: ReplayFilter
   return { ...progress, state } as ReplayOutcome;
 }
 
-async function finishAudit(sql: Sql, auditId: string, state: string, skipped?: number): Promise<void> {
+/** Marks a replay's progress row finished, interrupted or failed (and fixes `skipped` when given). */
+export async function finishAudit(sql: Sql, auditId: string, state: string, skipped?: number): Promise<void> {
   await sql`
     UPDATE replay_audit SET state = ${state}, finished_at = now(), updated_at = now(),
       skipped = ${skipped === undefined ? sql`skipped` : sql`${skipped}`}

@@ -56,6 +56,8 @@ export interface NewAudit {
   replayed: number;
   skipped: number;
   state: ReplayState;
+  /** Why, in the caller's words (a resend's `reason`); kept in the audit log. */
+  reason?: string | undefined;
 }
 
 /**
@@ -76,7 +78,12 @@ export async function insertAudit(sql: Executor, audit: NewAudit): Promise<strin
     resourceType: 'replay',
     resourceId: id,
     tenantId: audit.tenantId,
-    details: { filter: audit.filter, dry_run: audit.dryRun, matched: audit.matched },
+    details: {
+      filter: audit.filter,
+      dry_run: audit.dryRun,
+      matched: audit.matched,
+      ...(audit.reason === undefined ? {} : { reason: audit.reason }),
+    },
   });
   return id;
 }
@@ -150,8 +157,8 @@ interface ReplayableRow {
 }
 
 /**
- * Replays one delivery now: dead_letter or failed only (a failed one is tried at once with a
- * fresh budget). Refuses, changing nothing, when it is delivered, pending, in flight or
+ * Replays one delivery now: dead_letter, failed (tried at once with a fresh budget) or delivered
+ * (a resend, same webhook-id). Refuses, changing nothing, when it is pending, in flight or
  * cancelled, or when its endpoint is disabled or deleted (it could not be sent; re-enable the
  * endpoint first). Returns the audit id.
  */
@@ -174,10 +181,11 @@ export async function replayDelivery(
       throw new ReplayError('payload_expired', `the payload of delivery ${id} has expired or was expunged`);
     }
     const status = row.leased ? 'in_flight' : row.status;
-    if (status !== 'dead_letter' && status !== 'failed') {
+    // A delivered one is sent again on request (a resend: the receiver lost it after its 2xx).
+    if (status !== 'dead_letter' && status !== 'failed' && status !== 'delivered') {
       throw new ReplayError(
         'not_replayable',
-        `delivery ${id} is ${status}; only dead_letter and failed deliveries can be replayed`,
+        `delivery ${id} is ${status}; only dead_letter, failed and delivered deliveries can be replayed`,
       );
     }
     if (row.deleted || !row.enabled) {

@@ -222,7 +222,7 @@ describe('replay', () => {
     assert.equal(await audits(), before);
   });
 
-  it('single: 404 unknown, 409 when not dead or failed or the endpoint is disabled, 202 requeues a dead one', async () => {
+  it('single: 404 unknown, 409 when pending or the endpoint is disabled, 202 requeues a dead one or resends a delivered one', async () => {
     const missing = await t.send('POST', '/v1/deliveries/dlv_missing/replay');
     assert.equal(missing.status, 404);
     assert.equal((await missing.json()).error.code, 'delivery_not_found');
@@ -234,9 +234,21 @@ describe('replay', () => {
     s.state.down = false;
     const delivered = await enqueueRaw(ep, '{"fine": true}');
     await allIn([delivered], 'delivered');
-    const conflict = await t.send('POST', `/v1/deliveries/${delivered}/replay`);
-    assert.equal(conflict.status, 409);
-    assert.equal((await conflict.json()).error.code, 'not_replayable');
+    // A delivered one is accepted too: a resend, same webhook-id, payload untouched.
+    const resend = await t.send('POST', `/v1/deliveries/${delivered}/replay`);
+    assert.equal(resend.status, 202);
+    const resentMessage = (await get(delivered)).message_id;
+    await waitFor('the resend to arrive', () =>
+      s.receiver.requests.filter((r) => r.headers['webhook-id'] === resentMessage).length === 2
+        ? true
+        : undefined,
+    );
+    await allIn([delivered], 'delivered');
+    const copies = s.receiver.requests.filter((r) => r.headers['webhook-id'] === resentMessage);
+    assert.deepEqual(
+      copies.map((r) => r.body.toString()),
+      ['{"fine": true}', '{"fine": true}'],
+    );
 
     await t.send('PATCH', `/v1/endpoints/${ep}`, { enabled: false });
     const parked = await enqueueRaw(ep, '{"waiting": true}');
@@ -259,7 +271,16 @@ describe('replay', () => {
     const sent = s.receiver.requests.filter((r) => r.headers['webhook-id'] === d.message_id);
     assert.equal(sent.length, 3, 'two failed attempts and the replay, one webhook-id');
     assert.equal(sent.at(-1)!.body.toString(), '{"single": true}');
-    assert.equal((await t.send('POST', `/v1/deliveries/${dead}/replay`)).status, 409, 'delivered now');
+    assert.equal(
+      (await t.send('POST', `/v1/deliveries/${dead}/replay`)).status,
+      202,
+      'delivered now: a resend',
+    );
+    await waitFor('the resend of the replayed one', () =>
+      s.receiver.requests.filter((r) => r.headers['webhook-id'] === d.message_id).length === 4
+        ? true
+        : undefined,
+    );
     const [audit] = await db.sql`SELECT * FROM replay_audit WHERE id = ${body.audit_id}`;
     assert.deepEqual(audit!.filter, { delivery_id: dead });
     assert.deepEqual(

@@ -18,6 +18,7 @@ import {
 type Send = Awaited<ReturnType<typeof keySender>>['send'];
 
 interface Fixture {
+  sql: TestDatabase['sql'];
   queuedA: () => Promise<number>;
   /** The message a delivery belongs to. */
   messageOf: (deliveryId: string) => Promise<string>;
@@ -127,6 +128,22 @@ const MATRIX: Record<string, Case> = {
       void (await status(s('POST', `/v1/endpoints/${f.b.endpoint}/rotate-secret`), 404, 'rotate B')),
     own: async (s, f) =>
       void (await status(s('POST', `/v1/endpoints/${f.a.endpoint}/rotate-secret`), 200, 'rotate')),
+  },
+  'POST /v1/endpoints/:id/resend': {
+    kind: 'scoped',
+    cross: async (s, f) => {
+      const since = '1970-01-01T00:00:00Z';
+      await status(s('POST', `/v1/endpoints/${f.b.endpoint}/resend`, { since }), 404, 'resend B');
+      await status(s('POST', `/v1/endpoints/${f.b.endpoint}/resend`, { since, dry_run: true }), 404, 'B dry');
+    },
+    own: async (s, f) => {
+      const body = await status(
+        s('POST', `/v1/endpoints/${f.a.endpoint}/resend`, { since: '1970-01-01T00:00:00Z', dry_run: true }),
+        200,
+        'resend dry run',
+      );
+      assert.ok(body.matched >= 3, `matched ${body.matched}`);
+    },
   },
   'POST /v1/deliveries': {
     kind: 'scoped',
@@ -248,6 +265,28 @@ const MATRIX: Record<string, Case> = {
       assert.equal(body.pending + body.awaiting_retry + body.in_flight, await f.queuedA());
     },
   },
+  'GET /v1/messages': {
+    kind: 'scoped',
+    cross: async (s, f) => {
+      assert.deepEqual(ids(await status(s('GET', '/v1/messages?tenant_id=tenant_b'), 200, 'B')), []);
+      const bMessages = new Set(
+        (await f.sql`SELECT id FROM messages WHERE tenant_id = 'tenant_b'`).map((r) => r.id as string),
+      );
+      const all = ids(await status(s('GET', '/v1/messages?limit=500'), 200, 'all'));
+      assert.ok(all.length > 0 && all.every((id) => !bMessages.has(id!)), 'no message of B');
+      // A cursor taken from B's log only positions within A's own messages.
+      const oldestB = [...bMessages].sort()[0]!;
+      const after = ids(await status(s('GET', `/v1/messages?cursor=${oldestB}&limit=500`), 200, 'B cursor'));
+      assert.ok(
+        after.every((id) => !bMessages.has(id!)),
+        'a B cursor shows nothing of B',
+      );
+    },
+    own: async (s, f) => {
+      const mine = await f.messageOf(f.a.delivery);
+      assert.ok(ids(await status(s('GET', '/v1/messages?limit=500'), 200, 'list')).includes(mine));
+    },
+  },
   'POST /v1/messages/:id/expunge': {
     kind: 'scoped',
     cross: async (s, f) => {
@@ -315,6 +354,7 @@ describe('tenant isolation over every /v1 route', () => {
   before(async () => {
     db = await createTestDatabase();
     t = await createTestApp(db);
+    f.sql = db.sql;
     f.messageOf = async (deliveryId) =>
       (await db.sql`SELECT message_id FROM deliveries WHERE id = ${deliveryId}`)[0]!.message_id as string;
     f.queuedA = async () =>

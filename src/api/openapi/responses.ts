@@ -318,15 +318,6 @@ export const eventTypeSchema = z
   })
   .meta({ id: 'EventType' });
 
-export const expungeSchema = z.object({
-  message_id: z.string(),
-  payload_expired: z.literal(true),
-  payload_expired_at: timestamp,
-  cancelled_deliveries: z.number().int(),
-  erased_snippets: z.number().int(),
-  audit_id: z.string(),
-});
-
 /** `{data: [...], next_cursor}`: keyset pagination, pass next_cursor back as ?cursor=. */
 export function page<T extends z.ZodType>(item: T) {
   return z.object({ data: z.array(item), next_cursor: z.string().nullable() });
