@@ -139,9 +139,13 @@ describe('endpoint limits and breaker with two dispatchers', () => {
     for (const from of times)
       worstSecond = Math.max(worstSecond, times.filter((x) => x >= from && x < from + 1000).length);
     const burst = 10; // a fifth of a second's worth
-    assert.ok(worstSecond <= 50 + burst, `${worstSecond} requests in one second`);
+    // Tokens are granted at claim time; arrivals are timed at the receiver, each late by its own
+    // claim-to-arrival delay. On a loaded 2-core machine those delays differ by up to ~100 ms,
+    // which can move 5 grants' worth (at 50/s) into a window: allowed, not more.
+    const jitter = 5;
+    assert.ok(worstSecond <= 50 + burst + jitter, `${worstSecond} requests in one second`);
     assert.ok(
-      times.length >= 225 && times.length <= 250 + burst,
+      times.length >= 225 && times.length <= 250 + burst + jitter,
       `${times.length} requests in 5 s, expected ~250`,
     );
   });
