@@ -87,6 +87,10 @@ export class Dispatcher {
         this.onCircuitChanges(changes),
       ),
       deps.metrics,
+      undefined,
+      undefined,
+      undefined,
+      config.opsEventsPerMinute,
     );
     this.policy = config.policies.retry;
     // One endpoint may hold at most a quarter of this process's HTTP slots (at least 4), so a
