@@ -22,3 +22,17 @@ ALTER TABLE endpoints
   ADD COLUMN max_attempts integer CHECK (max_attempts BETWEEN 1 AND 50),
   ADD COLUMN retry_base_seconds double precision CHECK (retry_base_seconds >= 0.1 AND retry_base_seconds <= 86400),
   ADD COLUMN retry_cap_seconds double precision CHECK (retry_cap_seconds >= 0.1 AND retry_cap_seconds <= 604800);
+
+-- A change of the retry settings must reach the dispatchers' endpoint caches like a URL change
+-- does: the version trigger (sql/0004) now also watches them.
+CREATE OR REPLACE FUNCTION endpoints_config_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.config_version = OLD.config_version
+     AND (NEW.url, NEW.headers, NEW.enabled, NEW.deleted_at, NEW.max_attempts, NEW.retry_base_seconds, NEW.retry_cap_seconds)
+         IS NOT DISTINCT FROM (OLD.url, OLD.headers, OLD.enabled, OLD.deleted_at, OLD.max_attempts, OLD.retry_base_seconds, OLD.retry_cap_seconds) THEN
+    RETURN NEW;
+  END IF;
+  NEW.config_version := OLD.config_version + 1;
+  PERFORM pg_notify('hookpost_endpoint_changed', NEW.id);
+  RETURN NEW;
+END $$;
