@@ -97,6 +97,8 @@ export function deadLetterEventCtes(
     ${n('counted')} AS (
       INSERT INTO ops_event_counters AS c (endpoint_id, minute, dead_lettered)
       SELECT endpoint_id, date_trunc('minute', now()), count(*) FROM ${n('dead')} GROUP BY endpoint_id
+      -- one lock order for every statement: two batches over the same endpoints cannot deadlock
+      ORDER BY endpoint_id
       ON CONFLICT (endpoint_id, minute) DO UPDATE SET dead_lettered = c.dead_lettered + excluded.dead_lettered
       RETURNING c.endpoint_id, c.dead_lettered
     ),

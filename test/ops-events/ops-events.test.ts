@@ -160,6 +160,23 @@ describe('operational events', () => {
     assert.match(String(one.data.delivery_id), /^dlv_/);
   });
 
+  it('a finished bulk replay sends replay.finished', async () => {
+    let calls = 0;
+    // The first attempt is refused (a dead letter), the replayed one is taken.
+    const once = await startReceiver((_req, res) => res.writeHead(++calls === 1 ? 400 : 200).end());
+    receivers.push(once);
+    const ep = await createEndpoint(t, once, { tenant_id: 'acme' });
+    await enqueueMany(t.send, ep.id, 1);
+    await waitFor('the dead letter', () => eventsFor(ep.id, 'delivery.dead_lettered').length === 1);
+    const res = await t.send('POST', '/v1/dead-letters/replay', { endpoint_id: ep.id });
+    assert.equal(res.status, 202);
+    const { audit_id: auditId } = await res.json();
+    const event = (await waitFor('replay.finished', () => eventsFor(ep.id, 'replay.finished')[0]))!;
+    assert.equal(event.data.replay_id, auditId);
+    assert.equal(event.data.tenant_id, 'acme');
+    assert.deepEqual([event.data.matched, event.data.replayed, event.data.skipped], [1, 1, 0]);
+  });
+
   it("emits nothing about the hookpost tenant's own deliveries", async () => {
     const [row] = await db.sql`
       SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = ${failingOps.id} AND status = 'dead_letter'`;
