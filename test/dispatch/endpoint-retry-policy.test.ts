@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { claimDue } from '../../src/deliveries/claim.js';
+import { reapExpiredLeases } from '../../src/deliveries/queue.js';
 import {
   createEndpoint,
   createTestApp,
@@ -66,6 +68,29 @@ describe('per-endpoint retry policy', () => {
         SELECT attempt_count FROM deliveries WHERE endpoint_id = ${own.id} AND status = 'dead_letter'`;
       return row?.attempt_count === 3;
     });
+  });
+
+  it("the lease reaper dead-letters by the endpoint's max_attempts, not the global one", async () => {
+    await dispatcher.stop();
+    try {
+      const own = await createEndpoint(t, 'http://127.0.0.1:9/hook', { max_attempts: 1 });
+      await enqueueMany(t.send, own.id, 1);
+      const claimed = await claimDue(db.sql, {
+        limit: 10,
+        leaseSeconds: 0.01,
+        saturated: [],
+        perEndpointLimit: 1000,
+        limitedEndpoints: false,
+      });
+      assert.ok(claimed.some((c) => c.endpointId === own.id));
+      await new Promise((r) => setTimeout(r, 50));
+      const reaped = await reapExpiredLeases(db.sql, 8);
+      assert.equal(reaped.deadLettered, 1);
+      const [row] = await db.sql`SELECT status FROM deliveries WHERE endpoint_id = ${own.id}`;
+      assert.equal(row!.status, 'dead_letter');
+    } finally {
+      dispatcher = await startTestDispatcher(db, { HOOKPOST_BREAKER_THRESHOLD: '1000' });
+    }
   });
 
   it('shows the overrides and the redelivery window', async () => {
