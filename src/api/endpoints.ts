@@ -100,10 +100,24 @@ export const patchSchema = createSchema
   .partial()
   .extend({ enabled: z.boolean().optional(), headers: headersPatchSchema.optional() });
 
-/** A base above the cap would make every backoff the cap: refuse it as the config does. */
-function checkRetryBounds(base: number | null | undefined, cap: number | null | undefined) {
-  if (base == null || cap == null || cap >= base) return;
-  const message = 'must be >= retry_base_seconds';
+/**
+ * The effective cap (the endpoint's, else the global one) must not be below the effective base,
+ * as the config requires of the globals: a base above the cap would make every backoff the cap.
+ * `current` is the stored endpoint on a PATCH (a field left out keeps its stored value).
+ */
+function checkRetryBounds(
+  global: RetryPolicy,
+  body: { retry_base_seconds?: number | null | undefined; retry_cap_seconds?: number | null | undefined },
+  current?: Endpoint,
+) {
+  const base =
+    (body.retry_base_seconds === undefined ? current?.retryBaseSeconds : body.retry_base_seconds) ??
+    global.baseSeconds;
+  const cap =
+    (body.retry_cap_seconds === undefined ? current?.retryCapSeconds : body.retry_cap_seconds) ??
+    global.capSeconds;
+  if (cap >= base) return;
+  const message = `must be >= retry_base_seconds (the cap would be ${cap} s, the base ${base} s)`;
   throw new HttpError(400, 'validation_failed', `retry_cap_seconds: ${message}`, [
     { field: 'retry_cap_seconds', message },
   ]);
@@ -182,7 +196,7 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
   app.post('/', async (c) => {
     const body = validate(createSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
     checkUrl(body.url, deps.allowPrivateTargets);
-    checkRetryBounds(body.retry_base_seconds, body.retry_cap_seconds);
+    checkRetryBounds(deps.retryPolicy, body);
     const caller = callerOf(c);
     const tenantId = tenantForWrite(caller, body.tenant_id) ?? DEFAULT_TENANT;
     await ensureTenants(deps.sql, [tenantId]);
@@ -233,8 +247,11 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
   app.patch('/:id', async (c) => {
     const body = validate(patchSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
     checkUrl(body.url, deps.allowPrivateTargets);
-    checkRetryBounds(body.retry_base_seconds, body.retry_cap_seconds);
     const caller = callerOf(c);
+    if (body.retry_base_seconds !== undefined || body.retry_cap_seconds !== undefined) {
+      const current = await deps.endpoints.get(caller, c.req.param('id'));
+      if (current) checkRetryBounds(deps.retryPolicy, body, current);
+    }
     const endpoint = await withHeaderProblems(() =>
       deps.endpoints.update(caller, c.req.param('id'), {
         url: body.url,

@@ -126,6 +126,8 @@ describe('per-endpoint retry policy', () => {
       { retry_base_seconds: -1 },
       { retry_cap_seconds: 604_801 },
       { retry_base_seconds: 10, retry_cap_seconds: 5 },
+      // above the global cap (HOOKPOST_RETRY_CAP_SECONDS, 3600 here) with no cap of its own
+      { retry_base_seconds: 7200 },
     ];
     const ep = await createEndpoint(t, 'https://partner.example/hook');
     for (const fields of bad) {
@@ -142,5 +144,11 @@ describe('per-endpoint retry policy', () => {
         assert.equal(body.error.code, 'validation_failed');
       }
     }
+    // A PATCH is checked against what is stored: a cap below the endpoint's own base is refused.
+    const based = await createEndpoint(t, 'https://partner.example/hook', { retry_base_seconds: 10 });
+    const lower = await t.send('PATCH', `/v1/endpoints/${based.id}`, { retry_cap_seconds: 5 });
+    assert.equal(lower.status, 400);
+    assert.equal((await lower.json()).error.details[0].field, 'retry_cap_seconds');
+    assert.equal((await t.send('PATCH', `/v1/endpoints/${based.id}`, { retry_cap_seconds: 20 })).status, 200);
   });
 });
