@@ -30,6 +30,7 @@ describe('operational events', () => {
   let db: TestDatabase;
   let t: Awaited<ReturnType<typeof createTestApp>>;
   let dispatcher: Awaited<ReturnType<typeof startTestDispatcher>>;
+  let second: Awaited<ReturnType<typeof startTestDispatcher>>;
   let ops: Receiver;
   let opsSecret: string;
   let failingOps: { id: string };
@@ -57,14 +58,18 @@ describe('operational events', () => {
     const refusing = await startReceiver((_req, res) => res.writeHead(400).end());
     receivers.push(refusing);
     failingOps = await createEndpoint(t, refusing, { tenant_id: 'hookpost' });
-    dispatcher = await startTestDispatcher(db, {
+    // Two dispatchers, as two processes would run: the cap is counted in the database.
+    const env = {
       HOOKPOST_BREAKER_THRESHOLD: '3',
       HOOKPOST_BREAKER_COOLDOWN_SECONDS: '0.3',
       HOOKPOST_OPS_EVENTS_PER_MINUTE: String(CAP),
-    });
+    };
+    dispatcher = await startTestDispatcher(db, env);
+    second = await startTestDispatcher(db, env);
   });
   after(async () => {
     await dispatcher.stop();
+    await second.stop();
     await ops.close();
     for (const r of receivers) await r.close();
     await db.drop();
