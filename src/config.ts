@@ -31,6 +31,8 @@ export interface Config {
   retryBaseSeconds: number;
   retryCapSeconds: number;
   maxAttempts: number;
+  /** `delivery.dead_lettered` operational events per source endpoint a minute (the rest: one summary). */
+  opsEventsPerMinute: number;
   retryAfterMaxSeconds: number;
   requestTimeoutMs: number;
   responseSnippetBytes: number;
@@ -294,6 +296,7 @@ export function loadConfig(env: Env = process.env): Config {
     retryBaseSeconds: numberVar(env, 'HOOKPOST_RETRY_BASE_SECONDS', 30),
     retryCapSeconds: numberVar(env, 'HOOKPOST_RETRY_CAP_SECONDS', 3600),
     maxAttempts: numberVar(env, 'HOOKPOST_MAX_ATTEMPTS', 8, { min: 1, integer: true }),
+    opsEventsPerMinute: numberVar(env, 'HOOKPOST_OPS_EVENTS_PER_MINUTE', 600, { min: 1, integer: true }),
     retryAfterMaxSeconds: numberVar(env, 'HOOKPOST_RETRY_AFTER_MAX_SECONDS', 3600),
     requestTimeoutMs: numberVar(env, 'HOOKPOST_REQUEST_TIMEOUT_MS', 15000, { min: 1 }),
     responseSnippetBytes: numberVar(env, 'HOOKPOST_RESPONSE_SNIPPET_BYTES', 1024, { integer: true }),

@@ -78,6 +78,8 @@ export function createApp(deps: AppDeps) {
       endpoints: deps.endpoints,
       allowPrivateTargets: deps.config.allowPrivateTargets,
       secretGraceSeconds: deps.config.secretGraceSeconds,
+      retryPolicy: deps.config.policies.retry,
+      requestTimeoutMs: deps.config.requestTimeoutMs,
     }),
   );
   v1.route('/endpoints', latencyRoutes({ sql: deps.sql, endpoints: deps.endpoints }));

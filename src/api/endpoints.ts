@@ -2,6 +2,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
+import { policyFor, type RetryPolicy, redeliveryWindowSeconds } from '../deliveries/retry-policy.js';
 import { HeadersPatchError, isMaskedHeaderValue } from '../endpoints/headers.js';
 import type { Endpoint, EndpointStore, SigningMaterial } from '../endpoints/store.js';
 import { urlProblem } from '../endpoints/targets.js';
@@ -69,6 +70,10 @@ const fields = {
     .max(256),
   rate_limit_per_second: z.number().positive().max(100_000).nullable(),
   max_in_flight: z.number().int().positive().max(10_000).nullable(),
+  // Per-endpoint retry policy (null: the global default); the bounds are sql/0007's checks.
+  max_attempts: z.number().int().min(1).max(50).nullable(),
+  retry_base_seconds: z.number().min(0.1).max(86_400).nullable(),
+  retry_cap_seconds: z.number().min(0.1).max(604_800).nullable(),
   headers: headersSchema,
   metadata: jsonObjectSchema(),
 };
@@ -80,6 +85,9 @@ export const createSchema = z.strictObject({
   event_types: fields.event_types.optional(),
   rate_limit_per_second: fields.rate_limit_per_second.optional(),
   max_in_flight: fields.max_in_flight.optional(),
+  max_attempts: fields.max_attempts.optional(),
+  retry_base_seconds: fields.retry_base_seconds.optional(),
+  retry_cap_seconds: fields.retry_cap_seconds.optional(),
   headers: fields.headers.optional(),
   metadata: fields.metadata.optional(),
   signature_scheme: z.enum(['v1', 'v1a']).optional(),
@@ -92,8 +100,31 @@ export const patchSchema = createSchema
   .partial()
   .extend({ enabled: z.boolean().optional(), headers: headersPatchSchema.optional() });
 
+/**
+ * The effective cap (the endpoint's, else the global one) must not be below the effective base,
+ * as the config requires of the globals: a base above the cap would make every backoff the cap.
+ * `current` is the stored endpoint on a PATCH (a field left out keeps its stored value).
+ */
+function checkRetryBounds(
+  global: RetryPolicy,
+  body: { retry_base_seconds?: number | null | undefined; retry_cap_seconds?: number | null | undefined },
+  current?: Endpoint,
+) {
+  const base =
+    (body.retry_base_seconds === undefined ? current?.retryBaseSeconds : body.retry_base_seconds) ??
+    global.baseSeconds;
+  const cap =
+    (body.retry_cap_seconds === undefined ? current?.retryCapSeconds : body.retry_cap_seconds) ??
+    global.capSeconds;
+  if (cap >= base) return;
+  const message = `must be >= retry_base_seconds (the cap would be ${cap} s, the base ${base} s)`;
+  throw new HttpError(400, 'validation_failed', `retry_cap_seconds: ${message}`, [
+    { field: 'retry_cap_seconds', message },
+  ]);
+}
+
 /** The public JSON shape of an endpoint (snake_case, as in the contract). */
-export function endpointJson(e: Endpoint) {
+export function endpointJson(e: Endpoint, retry?: { policy: RetryPolicy; requestTimeoutMs: number }) {
   return {
     id: e.id,
     tenant_id: e.tenantId,
@@ -102,6 +133,13 @@ export function endpointJson(e: Endpoint) {
     event_types: e.eventTypes,
     rate_limit_per_second: e.rateLimitPerSecond,
     max_in_flight: e.maxInFlight,
+    max_attempts: e.maxAttempts,
+    retry_base_seconds: e.retryBaseSeconds,
+    retry_cap_seconds: e.retryCapSeconds,
+    // Only the single-endpoint read shows the window (README, "Recovering missed events").
+    ...(retry && {
+      redelivery_window_seconds: redeliveryWindowSeconds(policyFor(retry.policy, e), retry.requestTimeoutMs),
+    }),
     headers: e.headers,
     metadata: e.metadata,
     enabled: e.enabled,
@@ -142,6 +180,9 @@ export interface EndpointRoutesDeps {
   endpoints: EndpointStore;
   allowPrivateTargets: boolean;
   secretGraceSeconds: number;
+  /** The global retry policy and attempt timeout, for `redelivery_window_seconds`. */
+  retryPolicy: RetryPolicy;
+  requestTimeoutMs: number;
 }
 
 /** Which fields a PATCH changed, for the audit log (names only: header values may be credentials). */
@@ -155,6 +196,7 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
   app.post('/', async (c) => {
     const body = validate(createSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
     checkUrl(body.url, deps.allowPrivateTargets);
+    checkRetryBounds(deps.retryPolicy, body);
     const caller = callerOf(c);
     const tenantId = tenantForWrite(caller, body.tenant_id) ?? DEFAULT_TENANT;
     await ensureTenants(deps.sql, [tenantId]);
@@ -166,6 +208,9 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
         eventTypes: body.event_types,
         rateLimitPerSecond: body.rate_limit_per_second,
         maxInFlight: body.max_in_flight,
+        maxAttempts: body.max_attempts,
+        retryBaseSeconds: body.retry_base_seconds,
+        retryCapSeconds: body.retry_cap_seconds,
         headers: body.headers,
         metadata: body.metadata,
         signatureScheme: body.signature_scheme,
@@ -188,20 +233,25 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
     const rows = await deps.endpoints.list(scope, limit + 1, pageCursor(c.req.query('cursor'), 'ep_'));
     const page = rows.slice(0, limit);
     return c.json({
-      data: page.map(endpointJson),
+      data: page.map((e) => endpointJson(e)),
       next_cursor: rows.length > limit ? page.at(-1)!.id : null,
     });
   });
 
   app.get('/:id', async (c) => {
     const endpoint = await deps.endpoints.get(callerOf(c), c.req.param('id'));
-    return endpoint ? c.json(endpointJson(endpoint)) : notFound('endpoint', c.req.param('id'));
+    const retry = { policy: deps.retryPolicy, requestTimeoutMs: deps.requestTimeoutMs };
+    return endpoint ? c.json(endpointJson(endpoint, retry)) : notFound('endpoint', c.req.param('id'));
   });
 
   app.patch('/:id', async (c) => {
     const body = validate(patchSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
     checkUrl(body.url, deps.allowPrivateTargets);
     const caller = callerOf(c);
+    if (body.retry_base_seconds !== undefined || body.retry_cap_seconds !== undefined) {
+      const current = await deps.endpoints.get(caller, c.req.param('id'));
+      if (current) checkRetryBounds(deps.retryPolicy, body, current);
+    }
     const endpoint = await withHeaderProblems(() =>
       deps.endpoints.update(caller, c.req.param('id'), {
         url: body.url,
@@ -209,6 +259,9 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
         eventTypes: body.event_types,
         rateLimitPerSecond: body.rate_limit_per_second,
         maxInFlight: body.max_in_flight,
+        maxAttempts: body.max_attempts,
+        retryBaseSeconds: body.retry_base_seconds,
+        retryCapSeconds: body.retry_cap_seconds,
         headers: body.headers,
         metadata: body.metadata,
         enabled: body.enabled,

@@ -11,6 +11,7 @@
  * The API and `hookpost replay` both use them.
  */
 import type { Executor, Sql } from '../db/connect.js';
+import { opsEventCtes } from '../ops-events/events.js';
 import type { Actor } from '../tenants/audit.js';
 import { tenantIs } from '../tenants/scope.js';
 import { insertAudit, notifyOnCommit, ReplayError, requeueLocked } from './replay.js';
@@ -224,12 +225,28 @@ export async function runReplay(sql: Sql, plan: ReplayPlan, filter: ReplayFilter
   return { ...progress, state } as ReplayOutcome;
 }
 
-/** Marks a replay's progress row finished, interrupted or failed (and fixes `skipped` when given). */
+/**
+ * Marks a replay's progress row finished, interrupted or failed (and fixes `skipped` when given);
+ * a `finished` one enqueues `replay.finished` for the operators in the same statement
+ * (ops-events/events.ts).
+ */
 export async function finishAudit(sql: Sql, auditId: string, state: string, skipped?: number): Promise<void> {
   await sql`
-    UPDATE replay_audit SET state = ${state}, finished_at = now(), updated_at = now(),
-      skipped = ${skipped === undefined ? sql`skipped` : sql`${skipped}`}
-    WHERE id = ${auditId}`;
+    WITH ended AS (
+      UPDATE replay_audit SET state = ${state}, finished_at = now(), updated_at = now(),
+        skipped = ${skipped === undefined ? sql`skipped` : sql`${skipped}`}
+      WHERE id = ${auditId}
+      RETURNING id, tenant_id, filter, state, matched, replayed, skipped
+    ),
+    ${opsEventCtes(
+      sql,
+      'ops',
+      sql`SELECT 'replay.finished'::text AS type, tenant_id, filter ->> 'endpoint_id' AS endpoint_id,
+            jsonb_build_object('replay_id', id, 'matched', matched, 'replayed', replayed, 'skipped', skipped,
+                               'filter', filter) AS data
+          FROM ended WHERE state = 'finished'`,
+    )}
+    SELECT 1`;
 }
 
 /**

@@ -101,7 +101,9 @@ export function classifyDeadLetters(
       pattern: 'outage_cluster',
       advice:
         `${figures.peakInClusterWindow} dead letters within ${windowLabel(thresholds.clusterWindowSeconds)}: ` +
-        'the endpoint was down longer than the retry schedule; replay once it answers again.',
+        'the endpoint was down longer than the retry schedule; replay once it answers again, and ' +
+        'for outages this long raise retry_cap_seconds or max_attempts for this endpoint ' +
+        '(PATCH /v1/endpoints/{id}) so its retries outlast them.',
     };
   }
   const spanSeconds = (figures.lastDeadAt.getTime() - figures.firstDeadAt.getTime()) / 1000;
@@ -115,8 +117,8 @@ export function classifyDeadLetters(
     return {
       pattern: 'gradual_drip',
       advice:
-        'A few a day, spread out: intermittent failures outlast the retries; raise ' +
-        "HOOKPOST_MAX_ATTEMPTS or look at the endpoint's timeouts and p95 latency.",
+        'A few a day, spread out: intermittent failures outlast the retries; raise max_attempts ' +
+        'for this endpoint (PATCH /v1/endpoints/{id}) or look at its timeouts and p95 latency.',
     };
   }
   const primary = figures.primaryError;
@@ -140,7 +142,7 @@ function errorClassAdvice(errorClass: string): string {
   const replay = `then replay with error_class=${errorClass}.`;
   const status = /^http_(\d{3})$/.exec(errorClass)?.[1];
   if (status?.startsWith('5')) {
-    return `the partner's server fails these requests; read the response snippets (GET /v1/deliveries/{id}), get it fixed, ${replay}`;
+    return `the partner's server fails these requests; read the response snippets (GET /v1/deliveries/{id}), get it fixed (if they pass on a later try, raise max_attempts for this endpoint), ${replay}`;
   }
   if (status?.startsWith('4')) {
     return `the partner rejects these payloads (no retry for a ${status}); read the response snippets, fix the payload or the endpoint settings, ${replay}`;

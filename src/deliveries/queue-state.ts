@@ -14,6 +14,7 @@
  * (its delivery is `cancelled`). Why, and the transitions: docs/architecture.md ("Queue states").
  */
 import type { Executor, Fragment } from '../db/connect.js';
+import { opsEventCtes } from '../ops-events/events.js';
 
 /** What a row coming back to the queue (retry, release, reap) becomes, given its endpoint now. */
 export type ReturnFate = 'wait' | 'park' | 'cancel';
@@ -113,7 +114,8 @@ export function markCancelled(sql: Executor, deliveryIds: Fragment): Fragment {
 /**
  * Disabling, coded once (API PATCH, 410 Gone, failing continuously): `targets` is a subquery of
  * `(id, reason)`; enabled endpoints among them are disabled with that reason and their waiting
- * rows parked, in one statement. Returns the ids that were disabled now.
+ * rows parked, and `endpoint.disabled` enqueued for the operators, in one statement. Returns
+ * the ids that were disabled now.
  */
 export async function disableEndpoints(sql: Executor, targets: Fragment): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
@@ -121,9 +123,16 @@ export async function disableEndpoints(sql: Executor, targets: Fragment): Promis
     disabled AS (
       UPDATE endpoints e SET enabled = false, disabled_reason = t.reason, disabled_at = now(), updated_at = now()
       FROM target t WHERE e.id = t.id AND e.enabled AND e.deleted_at IS NULL
-      RETURNING e.id
+      RETURNING e.id, e.disabled_reason
     ),
-    parked AS (${park(sql, sql`SELECT id FROM disabled`)})
+    parked AS (${park(sql, sql`SELECT id FROM disabled`)}),
+    -- endpoint.disabled to the operators, committed with the disable (ops-events/events.ts)
+    ${opsEventCtes(
+      sql,
+      'ops',
+      sql`SELECT 'endpoint.disabled'::text AS type, NULL::text AS tenant_id, id AS endpoint_id,
+            jsonb_build_object('reason', disabled_reason) AS data FROM disabled`,
+    )}
     SELECT id FROM disabled`;
   return rows.map((r) => r.id);
 }

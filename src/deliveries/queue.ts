@@ -3,8 +3,22 @@
  * batch, never inside a transaction that spans an HTTP call. Why each is shaped the way it is:
  * docs/architecture.md ("Dispatch path").
  */
-import type { Executor } from '../db/connect.js';
+import type { Executor, Fragment } from '../db/connect.js';
+import { DEFAULT_OPS_EVENTS_PER_MINUTE, deadLetterEventCtes } from '../ops-events/events.js';
 import { markCancelled, returnFate, waitUntil } from './queue-state.js';
+
+/**
+ * The dead letters among `settled` (a CTE of updated deliveries with id, status, endpoint_id,
+ * message_id, attempt_count, last_status_code, last_error_class), shaped for deadLetterEventCtes.
+ */
+function deadLetterRows(sql: Executor, settled: Fragment): Fragment {
+  return sql`
+    SELECT x.id AS delivery_id, x.endpoint_id,
+      jsonb_build_object('message_id', x.message_id, 'event_type', m.event_type, 'attempts', x.attempt_count,
+                         'last_status_code', x.last_status_code, 'last_error_class', x.last_error_class) AS data
+    FROM ${settled} x JOIN messages m ON m.id = x.message_id
+    WHERE x.status = 'dead_letter'`;
+}
 
 export interface CompletedAttempt {
   deliveryId: string;
@@ -31,9 +45,15 @@ export interface CompletedAttempt {
  * HOT update). A late finisher whose lease was taken over matches no queue row and changes
  * nothing, with one exception: a success whose row nobody holds (the reaper took it back while
  * the database was unreachable and the result could not be written) still counts, since the
- * partner has it; the reaper's verdict was only a guess. Returns the ids whose result took effect.
+ * partner has it; the reaper's verdict was only a guess. A dead letter enqueues its operational
+ * event in the same statement (at most `opsEventsPerMinute` per endpoint a minute). Returns the
+ * ids whose result took effect.
  */
-export async function completeAttempts(sql: Executor, results: CompletedAttempt[]): Promise<Set<string>> {
+export async function completeAttempts(
+  sql: Executor,
+  results: CompletedAttempt[],
+  opsEventsPerMinute = DEFAULT_OPS_EVENTS_PER_MINUTE,
+): Promise<Set<string>> {
   if (results.length === 0) return new Set();
   const col = <K extends keyof CompletedAttempt>(key: K) => results.map((r) => r[key]);
   const rows = await sql<{ id: string }[]>`
@@ -87,7 +107,8 @@ export async function completeAttempts(sql: Executor, results: CompletedAttempt[
     owned AS (
       SELECT delivery_id FROM settled UNION ALL SELECT delivery_id FROM retried
       UNION ALL SELECT delivery_id FROM rescued_waiting UNION ALL SELECT delivery_id FROM rescued_dead
-    )
+    ),
+    done AS (
     UPDATE deliveries d SET
       status = CASE WHEN r.fate = 'cancel' THEN 'cancelled' ELSE r.status END,
       attempt_count = r.attempt,
@@ -101,7 +122,11 @@ export async function completeAttempts(sql: Executor, results: CompletedAttempt[
       updated_at = now()
     FROM r JOIN owned o ON o.delivery_id = r.delivery_id
     WHERE d.id = r.delivery_id
-    RETURNING d.id`;
+    RETURNING d.id, d.status, d.endpoint_id, d.message_id, d.attempt_count, d.last_status_code, d.last_error_class
+    ),
+    -- delivery.dead_lettered to the operators, capped per endpoint-minute (ops-events/events.ts)
+    ${deadLetterEventCtes(sql, 'dl', deadLetterRows(sql, sql`done`), opsEventsPerMinute)}
+    SELECT id FROM done`;
   return new Set(rows.map((r) => r.id));
 }
 
@@ -149,10 +174,15 @@ export async function reapExpiredLeases(
   sql: Executor,
   maxAttempts: number,
   limit = 1000,
+  opsEventsPerMinute = DEFAULT_OPS_EVENTS_PER_MINUTE,
 ): Promise<{ requeued: number; deadLettered: number; cancelled: number }> {
   const rows = await sql<{ status: string }[]>`
     WITH expired AS (
-      SELECT delivery_id, endpoint_id, attempt_count >= ${maxAttempts} AS exhausted FROM delivery_queue
+      -- the endpoint's own max_attempts when it has one (sql/0007), else the global one
+      SELECT delivery_id, endpoint_id,
+        attempt_count >= coalesce((SELECT me.max_attempts FROM endpoints me WHERE me.id = endpoint_id), ${maxAttempts})
+          AS exhausted
+      FROM delivery_queue
       WHERE lease_expires_at < now()
       ORDER BY lease_expires_at
       LIMIT ${limit}
@@ -169,14 +199,18 @@ export async function reapExpiredLeases(
     dropped AS (
       DELETE FROM delivery_queue q USING fated f
       WHERE q.delivery_id = f.delivery_id AND (f.exhausted OR f.fate = 'cancel')
-    )
+    ),
+    done AS (
     UPDATE deliveries d SET
       status = CASE WHEN f.fate = 'cancel' THEN 'cancelled' WHEN f.exhausted THEN 'dead_letter' ELSE 'failed' END,
       dead_at = CASE WHEN f.exhausted AND f.fate <> 'cancel' THEN now() ELSE d.dead_at END,
       last_error_class = 'lease_expired', last_error = 'dispatcher lease expired before a result was recorded',
       updated_at = now()
     FROM fated f WHERE d.id = f.delivery_id
-    RETURNING d.status`;
+    RETURNING d.id, d.status, d.endpoint_id, d.message_id, d.attempt_count, d.last_status_code, d.last_error_class
+    ),
+    ${deadLetterEventCtes(sql, 'dl', deadLetterRows(sql, sql`done`), opsEventsPerMinute)}
+    SELECT status FROM done`;
   const count = (status: string) => rows.filter((r) => r.status === status).length;
   return { requeued: count('failed'), deadLettered: count('dead_letter'), cancelled: count('cancelled') };
 }

@@ -68,3 +68,35 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 425 || status === 429 || status >= 500;
 }
+
+/** An endpoint's own retry settings (sql/0007); null fields fall back to the global policy. */
+export interface RetryOverrides {
+  maxAttempts: number | null;
+  retryBaseSeconds: number | null;
+  retryCapSeconds: number | null;
+}
+
+/** The policy an endpoint's deliveries follow: its overrides over the global defaults. */
+export function policyFor(global: RetryPolicy, overrides: RetryOverrides | undefined): RetryPolicy {
+  if (!overrides) return global;
+  return {
+    ...global,
+    maxAttempts: overrides.maxAttempts ?? global.maxAttempts,
+    baseSeconds: overrides.retryBaseSeconds ?? global.baseSeconds,
+    capSeconds: overrides.retryCapSeconds ?? global.capSeconds,
+  };
+}
+
+/**
+ * The redelivery window: the longest time from enqueue to the end of the last automatic
+ * attempt, when every attempt runs into the timeout and every backoff draws its ceiling:
+ * maxAttempts × timeout + Σ_{k=1}^{maxAttempts-1} min(cap, base·2^k). Not included (README,
+ * "Recovering missed events"): time parked behind an open circuit or a disabled endpoint (not
+ * charged as attempts), a partner's Retry-After above the backoff, and dispatcher lag.
+ */
+export function redeliveryWindowSeconds(policy: RetryPolicy, requestTimeoutMs: number): number {
+  let seconds = (policy.maxAttempts * requestTimeoutMs) / 1000;
+  for (let k = 1; k < policy.maxAttempts; k++)
+    seconds += Math.min(policy.capSeconds, policy.baseSeconds * 2 ** k);
+  return Math.ceil(seconds);
+}

@@ -15,6 +15,7 @@ import { type CompletedAttempt, completeAttempts } from '../deliveries/queue.js'
 import { errorFields, type Logger } from '../log.js';
 import { recordStoredAttempts } from '../metrics/delivery-metrics.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
+import { DEFAULT_OPS_EVENTS_PER_MINUTE } from '../ops-events/events.js';
 
 /**
  * The most results kept while they cannot be written. The claim loop stops claiming while the
@@ -50,6 +51,8 @@ export class CompletionWriter {
     private readonly maxBatch = 1000,
     private readonly delayMs = 2,
     private readonly maxPending = MAX_PENDING_RESULTS,
+    /** HOOKPOST_OPS_EVENTS_PER_MINUTE: the dead-letter events' cap (ops-events/events.ts). */
+    private readonly opsEventsPerMinute = DEFAULT_OPS_EVENTS_PER_MINUTE,
   ) {}
 
   /** Results waiting to be written (for tests and the shutdown log). */
@@ -91,7 +94,7 @@ export class CompletionWriter {
       const batch = this.pending.splice(0, this.maxBatch);
       const results = batch.map((p) => p.result);
       try {
-        const applied = await completeAttempts(this.sql, results);
+        const applied = await completeAttempts(this.sql, results, this.opsEventsPerMinute);
         if (failures > 0) this.log.info({ failures }, 'writing results works again');
         failures = 0;
         // Counted only once stored, so the metrics never run ahead of the attempt log.

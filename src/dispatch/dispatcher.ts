@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
 import { anyLimitedEndpoints, type ClaimedDelivery, claimDue } from '../deliveries/claim.js';
 import { nextDueAt, releaseClaims } from '../deliveries/queue.js';
-import { nextAttempt, type RetryPolicy } from '../deliveries/retry-policy.js';
+import { nextAttempt, policyFor, type RetryPolicy } from '../deliveries/retry-policy.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
 import { errorFields, type Logger } from '../log.js';
@@ -87,6 +87,10 @@ export class Dispatcher {
         this.onCircuitChanges(changes),
       ),
       deps.metrics,
+      undefined,
+      undefined,
+      undefined,
+      config.opsEventsPerMinute,
     );
     this.policy = config.policies.retry;
     // One endpoint may hold at most a quarter of this process's HTTP slots (at least 4), so a
@@ -275,7 +279,8 @@ export class Dispatcher {
         }
       : await this.sender.send({ url: endpoint.url, headers, body: job.payload });
     const { outcome } = result;
-    const decision = nextAttempt(job.attempt, outcome, this.policy, Math.random);
+    // The endpoint's own max_attempts / backoff override the global policy (sql/0007).
+    const decision = nextAttempt(job.attempt, outcome, policyFor(this.policy, endpoint.retry), Math.random);
     this.completions.add(
       {
         deliveryId: job.id,

@@ -12,6 +12,7 @@
  * and every other endpoint in the batch is untouched.
  */
 import type { Sql } from '../db/connect.js';
+import type { RetryOverrides } from '../deliveries/retry-policy.js';
 import { openHeaders } from '../endpoints/headers.js';
 import { type SecretBox, SecretUnavailableError } from '../endpoints/secrets.js';
 import {
@@ -33,6 +34,8 @@ export interface DispatchEndpoint {
   /** Signing keys, newest first: one `v1,` or `v1a,` signature each. */
   keys: SigningKey[];
   enabled: boolean;
+  /** The endpoint's own retry settings, over the global policy (deliveries/retry-policy.ts policyFor). */
+  retry: RetryOverrides;
   /** Set when a secret or header value cannot be decrypted: a payload-free reason. */
   unavailable: string | undefined;
 }
@@ -138,7 +141,12 @@ export class EndpointCache {
   }
 
   private decrypt(row: SendingConfigRow): Pick<Entry, 'endpoint' | 'expires'> {
-    const base = { id: row.id, url: row.url, enabled: row.enabled };
+    const retry = {
+      maxAttempts: row.max_attempts,
+      retryBaseSeconds: row.retry_base_seconds,
+      retryCapSeconds: row.retry_cap_seconds,
+    };
+    const base = { id: row.id, url: row.url, enabled: row.enabled, retry };
     try {
       const keys = row.secrets.map((s) => signingKey(this.secrets.open(s)));
       const headers = openHeaders(this.secrets, row.headers);

@@ -10,6 +10,7 @@ import { breakerTick } from '../endpoints/breaker.js';
 import { refreshHealthPercentiles } from '../endpoints/latency.js';
 import { errorFields, type Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
+import { summarizeDeadLetterMinutes } from '../ops-events/events.js';
 import { startRetention } from '../retention/schedule.js';
 
 /** Starts the timers; `onWork` is called when something became due (wake the claim loop). */
@@ -34,7 +35,12 @@ export function startMaintenance(
     };
   };
   const reap = guarded('reaper', async () => {
-    const { requeued, deadLettered, cancelled } = await reapExpiredLeases(sql, config.maxAttempts);
+    const { requeued, deadLettered, cancelled } = await reapExpiredLeases(
+      sql,
+      config.maxAttempts,
+      1000,
+      config.opsEventsPerMinute,
+    );
     // A lease that ran out on the last attempt dead-letters the delivery here, not in the
     // completion writer, so it is counted here.
     if (deadLettered > 0) metrics?.deadLetters.inc(deadLettered);
@@ -47,6 +53,8 @@ export function startMaintenance(
     const disabled = await breakerTick(sql, policy);
     if (disabled.length > 0)
       log.warn({ endpoints: disabled }, 'endpoints disabled after failing continuously');
+    // Finished minutes whose dead letters went past the operational events' cap get their summary.
+    await summarizeDeadLetterMinutes(sql, config.opsEventsPerMinute);
     onWork();
   });
   const percentiles = guarded('percentiles', () => refreshHealthPercentiles(sql));

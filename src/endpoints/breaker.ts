@@ -7,6 +7,7 @@
  */
 import type { Executor } from '../db/connect.js';
 import { disableEndpoints, park, release, sweepUnclaimable } from '../deliveries/queue-state.js';
+import { opsEventCtes } from '../ops-events/events.js';
 
 export interface BreakerPolicy {
   threshold: number;
@@ -115,7 +116,17 @@ export async function applyOutcomes(
     -- Opening (from closed, or a failed probe re-opening) parks the waiting rows; closing releases
     -- the parked ones. Both are the queue-state transitions (deliveries/queue-state.ts).
     parked AS (${park(sql, sql`SELECT endpoint_id FROM changed WHERE state = 'open' AND old_state <> 'open'`)}),
-    released AS (${release(sql, sql`SELECT endpoint_id FROM changed WHERE state = 'closed' AND old_state <> 'closed'`)})
+    released AS (${release(sql, sql`SELECT endpoint_id FROM changed WHERE state = 'closed' AND old_state <> 'closed'`)}),
+    -- The operators hear of a circuit opening (from closed; a failed probe re-opening is not
+    -- news) and closing, committed with the change (ops-events/events.ts).
+    ${opsEventCtes(
+      sql,
+      'ops',
+      sql`SELECT CASE WHEN state = 'open' THEN 'endpoint.circuit_opened' ELSE 'endpoint.circuit_closed' END AS type,
+            NULL::text AS tenant_id, endpoint_id, jsonb_build_object('previous_state', old_state) AS data
+          FROM changed
+          WHERE (state = 'open' AND old_state = 'closed') OR (state = 'closed' AND old_state <> 'closed')`,
+    )}
     SELECT endpoint_id, old_state, state FROM changed WHERE old_state <> state`;
   return rows.map((r) => ({ endpointId: r.endpoint_id, from: r.old_state, to: r.state }));
 }

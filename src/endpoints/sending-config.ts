@@ -13,6 +13,10 @@ export interface SendingConfigRow {
   /** Header values as stored: sealed (or `plain:`). */
   headers: Record<string, string>;
   enabled: boolean;
+  /** Per-endpoint retry overrides (sql/0007); null: the global default. */
+  max_attempts: number | null;
+  retry_base_seconds: number | null;
+  retry_cap_seconds: number | null;
   /** bigint, as postgres.js returns it: a string. */
   config_version: string;
   /** Active signing secrets as stored (sealed), newest first, with their expiry (ms; Infinity: none). */
@@ -27,7 +31,7 @@ export interface SendingConfigRow {
 export async function loadSendingConfig(sql: Sql, ids: string[]): Promise<SendingConfigRow[]> {
   if (ids.length === 0) return [];
   return sql<SendingConfigRow[]>`
-    SELECT e.id, e.url, e.headers, e.enabled, e.config_version,
+    SELECT e.id, e.url, e.headers, e.enabled, e.max_attempts, e.retry_base_seconds, e.retry_cap_seconds, e.config_version,
       coalesce(array_agg(s.secret ORDER BY s.created_at DESC) FILTER (WHERE s.secret IS NOT NULL), '{}') AS secrets,
       coalesce(array_agg(coalesce(extract(epoch FROM s.expires_at) * 1000, 'Infinity')::float8 ORDER BY s.created_at DESC)
         FILTER (WHERE s.secret IS NOT NULL), '{}') AS expires

@@ -24,6 +24,10 @@ export interface Endpoint {
   eventTypes: string[];
   rateLimitPerSecond: number | null;
   maxInFlight: number | null;
+  /** Per-endpoint retry overrides (null: the global HOOKPOST_* default). */
+  maxAttempts: number | null;
+  retryBaseSeconds: number | null;
+  retryCapSeconds: number | null;
   /** Header names with masked values (maskValue): the values themselves are never read back. */
   headers: Record<string, string>;
   metadata: Record<string, unknown>;
@@ -44,6 +48,9 @@ export interface EndpointInput {
   eventTypes?: string[] | undefined;
   rateLimitPerSecond?: number | null | undefined;
   maxInFlight?: number | null | undefined;
+  maxAttempts?: number | null | undefined;
+  retryBaseSeconds?: number | null | undefined;
+  retryCapSeconds?: number | null | undefined;
   headers?: Record<string, string> | undefined;
   metadata?: Record<string, unknown> | undefined;
   signatureScheme?: SignatureScheme | undefined;
@@ -66,6 +73,9 @@ interface EndpointRow {
   event_types: string[];
   rate_limit_per_second: number | null;
   max_in_flight: number | null;
+  max_attempts: number | null;
+  retry_base_seconds: number | null;
+  retry_cap_seconds: number | null;
   headers: Record<string, string>;
   metadata: Record<string, unknown>;
   enabled: boolean;
@@ -85,6 +95,9 @@ function toEndpoint(row: EndpointRow, box: SecretBox): Endpoint {
     eventTypes: row.event_types,
     rateLimitPerSecond: row.rate_limit_per_second,
     maxInFlight: row.max_in_flight,
+    maxAttempts: row.max_attempts,
+    retryBaseSeconds: row.retry_base_seconds,
+    retryCapSeconds: row.retry_cap_seconds,
     headers: maskHeaders(box, row.headers),
     metadata: row.metadata,
     enabled: row.enabled,
@@ -98,7 +111,7 @@ function toEndpoint(row: EndpointRow, box: SecretBox): Endpoint {
 
 // The public key is read with the row: a scalar subquery on endpoint_secrets' primary key.
 const COLUMNS =
-  'id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, enabled, disabled_reason, created_at, updated_at, signature_scheme, ' +
+  'id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight, max_attempts, retry_base_seconds, retry_cap_seconds, headers, metadata, enabled, disabled_reason, created_at, updated_at, signature_scheme, ' +
   '(SELECT s.public_key FROM endpoint_secrets s WHERE s.endpoint_id = endpoints.id AND (s.expires_at IS NULL OR s.expires_at > now()) ORDER BY s.created_at DESC LIMIT 1) AS public_key';
 
 /** A new signing secret (v1) or key pair (v1a): what is stored sealed, and what is shown once. */
@@ -132,9 +145,11 @@ export class EndpointStore {
     const headers = applyHeadersPatch(this.secrets, {}, input.headers ?? {});
     const row = await this.sql.begin(async (tx) => {
       const [created] = await tx<EndpointRow[]>`
-        INSERT INTO endpoints (id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight, headers, metadata, signature_scheme)
+        INSERT INTO endpoints (id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight,
+                               max_attempts, retry_base_seconds, retry_cap_seconds, headers, metadata, signature_scheme)
         VALUES (${id}, ${input.tenantId}, ${input.url}, ${input.description ?? ''}, ${input.eventTypes ?? []},
-                ${input.rateLimitPerSecond ?? null}, ${input.maxInFlight ?? null},
+                ${input.rateLimitPerSecond ?? null}, ${input.maxInFlight ?? null}, ${input.maxAttempts ?? null},
+                ${input.retryBaseSeconds ?? null}, ${input.retryCapSeconds ?? null},
                 ${tx.json(headers)}, ${tx.json((input.metadata ?? {}) as never)}, ${scheme})
         RETURNING ${tx.unsafe(COLUMNS)}`;
       await tx`INSERT INTO endpoint_secrets (endpoint_id, secret, public_key) VALUES (${id}, ${key.sealed}, ${key.publicKey})`;
@@ -183,6 +198,11 @@ export class EndpointStore {
         rate_limit_per_second:
           patch.rateLimitPerSecond === undefined ? current.rate_limit_per_second : patch.rateLimitPerSecond,
         max_in_flight: patch.maxInFlight === undefined ? current.max_in_flight : patch.maxInFlight,
+        max_attempts: patch.maxAttempts === undefined ? current.max_attempts : patch.maxAttempts,
+        retry_base_seconds:
+          patch.retryBaseSeconds === undefined ? current.retry_base_seconds : patch.retryBaseSeconds,
+        retry_cap_seconds:
+          patch.retryCapSeconds === undefined ? current.retry_cap_seconds : patch.retryCapSeconds,
         // Merged in the locked row, sealed value by value; kept values are not re-read.
         headers: applyHeadersPatch(this.secrets, current.headers, patch.headers),
         metadata: patch.metadata ?? current.metadata,
@@ -192,6 +212,8 @@ export class EndpointStore {
         UPDATE endpoints SET
           url = ${set.url}, description = ${set.description}, event_types = ${set.event_types},
           rate_limit_per_second = ${set.rate_limit_per_second}, max_in_flight = ${set.max_in_flight},
+          max_attempts = ${set.max_attempts}, retry_base_seconds = ${set.retry_base_seconds},
+          retry_cap_seconds = ${set.retry_cap_seconds},
           headers = ${tx.json(set.headers)}, metadata = ${tx.json(set.metadata as never)},
           updated_at = now()
         WHERE id = ${id}

@@ -4,7 +4,9 @@ import {
   backoffMs,
   nextAttempt,
   parseRetryAfter,
+  policyFor,
   type RetryPolicy,
+  redeliveryWindowSeconds,
 } from '../../src/deliveries/retry-policy.js';
 
 const policy: RetryPolicy = { baseSeconds: 30, capSeconds: 3600, maxAttempts: 8, retryAfterMaxSeconds: 600 };
@@ -84,5 +86,34 @@ describe('retry policy', () => {
     assert.equal(parseRetryAfter('Mon, 30 Nov 2026 11:00:00 GMT', now), 0, 'a past date means now');
     assert.equal(parseRetryAfter('soon', now), undefined);
     assert.equal(parseRetryAfter(undefined, now), undefined);
+  });
+
+  it('an endpoint overrides only the fields it sets', () => {
+    const none = { maxAttempts: null, retryBaseSeconds: null, retryCapSeconds: null };
+    assert.deepEqual(policyFor(policy, none), policy);
+    assert.deepEqual(policyFor(policy, { ...none, maxAttempts: 2 }), { ...policy, maxAttempts: 2 });
+    assert.deepEqual(policyFor(policy, { maxAttempts: 3, retryBaseSeconds: 1, retryCapSeconds: 5 }), {
+      ...policy,
+      maxAttempts: 3,
+      baseSeconds: 1,
+      capSeconds: 5,
+    });
+    // an attempt that ends the budget dead-letters under the endpoint's policy
+    const outcome = { kind: 'retryable', errorClass: 'http_503' } as const;
+    assert.equal(
+      nextAttempt(2, outcome, policyFor(policy, { ...none, maxAttempts: 2 }), () => 0).status,
+      'dead_letter',
+    );
+    assert.equal(nextAttempt(2, outcome, policy, () => 0).status, 'failed');
+  });
+
+  it('the redelivery window: every attempt times out, every backoff draws its ceiling', () => {
+    // 8 × 15 s + 60 + 120 + 240 + 480 + 960 + 1920 + 3600
+    assert.equal(redeliveryWindowSeconds(policy, 15_000), 7500);
+    assert.equal(redeliveryWindowSeconds({ ...policy, maxAttempts: 1 }, 15_000), 15);
+    assert.equal(
+      redeliveryWindowSeconds({ ...policy, maxAttempts: 2, baseSeconds: 1, capSeconds: 1 }, 500),
+      2,
+    );
   });
 });

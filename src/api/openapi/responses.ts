@@ -19,6 +19,13 @@ export const endpointSchema = z
     event_types: z.array(z.string()).meta({ description: 'empty: every event type' }),
     rate_limit_per_second: z.number().nullable(),
     max_in_flight: z.number().int().nullable(),
+    max_attempts: z.number().int().nullable().meta({ description: 'null: HOOKPOST_MAX_ATTEMPTS' }),
+    retry_base_seconds: z.number().nullable().meta({ description: 'null: HOOKPOST_RETRY_BASE_SECONDS' }),
+    retry_cap_seconds: z.number().nullable().meta({ description: 'null: HOOKPOST_RETRY_CAP_SECONDS' }),
+    redelivery_window_seconds: z.number().int().optional().meta({
+      description:
+        'GET /v1/endpoints/{id} only: longest time from enqueue to the end of the last automatic attempt; keep dedup records at least this long',
+    }),
     headers: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.unknown()),
     enabled: z.boolean(),

@@ -1,0 +1,146 @@
+/**
+ * Operational events: hookpost's own events (`endpoint.disabled`, `endpoint.circuit_opened`,
+ * `endpoint.circuit_closed`, `delivery.dead_lettered` and its per-minute summary,
+ * `replay.finished`), enqueued as ordinary messages of the reserved tenant `hookpost` and fanned
+ * out to its endpoints by event type like any enqueue. The rule is written once, here, as SQL
+ * fragments (CTE lists) that the statement causing the event composes, so an event commits or
+ * rolls back with its cause: no event for a change that rolled back, none lost for one that
+ * committed. Why and what it costs: docs/architecture.md ("Operational events").
+ */
+import type { Executor, Fragment } from '../db/connect.js';
+import { initialAt } from '../deliveries/queue-state.js';
+import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
+import { OPERATIONS_TENANT } from '../tenants/scope.js';
+
+/** HOOKPOST_OPS_EVENTS_PER_MINUTE's default: `delivery.dead_lettered` events per endpoint a minute. */
+export const DEFAULT_OPS_EVENTS_PER_MINUTE = 600;
+
+export type OpsEventType =
+  | 'endpoint.disabled'
+  | 'endpoint.circuit_opened'
+  | 'endpoint.circuit_closed'
+  | 'delivery.dead_lettered'
+  | 'delivery.dead_lettered.summary'
+  | 'replay.finished';
+
+/**
+ * CTEs (to splice into a `WITH` list, after the caller's own; `name` prefixes them so one
+ * statement can hold several) that enqueue one operational event per row of `events`, a subquery
+ * of `(type text, tenant_id text, endpoint_id text, data jsonb)`; a NULL tenant_id is the source
+ * endpoint's. The payload is `{type, timestamp, data: {tenant_id, endpoint_id, …data}}`. Rows
+ * about the `hookpost` tenant itself are dropped (its own deliveries must not feed themselves),
+ * and when the `hookpost` tenant has no enabled endpoint nothing is written at all: one probe of
+ * endpoints_tenant_idx, evaluated once per statement and only when `events` has rows.
+ */
+export function opsEventCtes(sql: Executor, name: string, events: Fragment): Fragment {
+  const n = (suffix: string) => sql(`${name}_${suffix}`);
+  return sql`
+    ${n('src')} AS (
+      SELECT hookpost_id('msg_') AS id, x.type,
+        convert_to(jsonb_build_object(
+          'type', x.type,
+          'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'data', jsonb_build_object('tenant_id', x.tenant_id, 'endpoint_id', x.endpoint_id) || coalesce(x.data, '{}')
+        )::text, 'UTF8') AS payload
+      FROM (
+        SELECT ev.type, coalesce(ev.tenant_id, se.tenant_id) AS tenant_id, ev.endpoint_id, ev.data
+        FROM (${events}) ev LEFT JOIN endpoints se ON se.id = ev.endpoint_id
+      ) x
+      WHERE x.tenant_id IS DISTINCT FROM ${OPERATIONS_TENANT}
+        AND EXISTS (SELECT 1 FROM endpoints o WHERE o.tenant_id = ${OPERATIONS_TENANT} AND o.deleted_at IS NULL AND o.enabled)
+    ),
+    ${n('messages')} AS (
+      INSERT INTO messages (id, tenant_id, producer, event_type, request_hash, payload)
+      SELECT id, ${OPERATIONS_TENANT}, ${OPERATIONS_TENANT}, type, sha256(payload), payload FROM ${n('src')}
+    ),
+    ${n('targets')} AS (
+      -- The uncorrelated subquery runs once, and only when there is a target: dispatchers wake at
+      -- commit (NOTIFY is transactional) instead of at their next poll.
+      SELECT hookpost_id('dlv_') AS id, s.id AS message_id, e.id AS endpoint_id,
+        (SELECT pg_notify(${WAKEUP_CHANNEL}, '')) AS woken
+      FROM ${n('src')} s JOIN endpoints e
+        ON hookpost_subscription_keys(e.tenant_id, e.event_types) && hookpost_event_match_keys(${OPERATIONS_TENANT}, s.type)
+        AND e.deleted_at IS NULL AND e.enabled AND e.tenant_id = ${OPERATIONS_TENANT}
+    ),
+    ${n('deliveries')} AS (
+      INSERT INTO deliveries (id, message_id, endpoint_id) SELECT id, message_id, endpoint_id FROM ${n('targets')}
+    ),
+    ${n('queued')} AS (
+      INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at)
+      SELECT t.id, t.endpoint_id, t.message_id, ${initialAt(sql, sql`t.endpoint_id`, sql`now()`)} FROM ${n('targets')} t
+    )`;
+}
+
+/**
+ * CTEs that enqueue `delivery.dead_lettered` for the rows of `dead`, a subquery of
+ * `(delivery_id text, endpoint_id text, data jsonb)`, at most `perMinute` per source endpoint a
+ * minute across every process: the statement upserts the endpoint-minute counter
+ * (ops_event_counters) by the batch's count and keeps the rows whose place in the minute is
+ * within the cap. The rest are folded into the minute's summary (summarizeDeadLetterMinutes).
+ * The counter row is only written while the `hookpost` tenant has endpoints.
+ */
+export function deadLetterEventCtes(
+  sql: Executor,
+  name: string,
+  dead: Fragment,
+  perMinute: number,
+): Fragment {
+  const n = (suffix: string) => sql(`${name}_${suffix}`);
+  return sql`
+    ${n('dead')} AS (
+      SELECT dd.*, row_number() OVER (PARTITION BY dd.endpoint_id ORDER BY dd.delivery_id) AS place,
+        count(*) OVER (PARTITION BY dd.endpoint_id) AS batch
+      FROM (${dead}) dd JOIN endpoints de ON de.id = dd.endpoint_id
+      WHERE de.tenant_id <> ${OPERATIONS_TENANT}
+        AND EXISTS (SELECT 1 FROM endpoints o WHERE o.tenant_id = ${OPERATIONS_TENANT} AND o.deleted_at IS NULL AND o.enabled)
+    ),
+    ${n('counted')} AS (
+      INSERT INTO ops_event_counters AS c (endpoint_id, minute, dead_lettered)
+      SELECT endpoint_id, date_trunc('minute', now()), count(*) FROM ${n('dead')} GROUP BY endpoint_id
+      -- one lock order for every statement: two batches over the same endpoints cannot deadlock
+      ORDER BY endpoint_id
+      ON CONFLICT (endpoint_id, minute) DO UPDATE SET dead_lettered = c.dead_lettered + excluded.dead_lettered
+      RETURNING c.endpoint_id, c.dead_lettered
+    ),
+    ${opsEventCtes(
+      sql,
+      name,
+      sql`
+        SELECT 'delivery.dead_lettered'::text AS type, NULL::text AS tenant_id, d.endpoint_id,
+          jsonb_build_object('delivery_id', d.delivery_id) || d.data AS data
+        FROM ${n('dead')} d JOIN ${n('counted')} k ON k.endpoint_id = d.endpoint_id
+        -- this batch's rows took places (total - batch + 1) .. total of the minute
+        WHERE k.dead_lettered - d.batch + d.place <= ${perMinute}`,
+    )}`;
+}
+
+/**
+ * Once a minute is over, emits one `delivery.dead_lettered.summary` per endpoint-minute whose
+ * dead letters went past the cap (`dead_lettered`, and `not_sent` = how many had no event of
+ * their own), in the statement that marks the minute summarised, so exactly one is sent however
+ * many dispatchers run this. Also forgets counter rows older than a day. Returns how many
+ * summaries it enqueued.
+ */
+export async function summarizeDeadLetterMinutes(sql: Executor, perMinute: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    WITH due AS (
+      UPDATE ops_event_counters SET summarized = true
+      WHERE NOT summarized AND minute < date_trunc('minute', now()) AND dead_lettered > ${perMinute}
+      RETURNING endpoint_id, minute, dead_lettered
+    ),
+    ${opsEventCtes(
+      sql,
+      'summary',
+      sql`
+        SELECT 'delivery.dead_lettered.summary'::text AS type, NULL::text AS tenant_id, endpoint_id,
+          jsonb_build_object('minute', to_char(minute AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                             'dead_lettered', dead_lettered, 'not_sent', dead_lettered - ${perMinute}) AS data
+        FROM due`,
+    )},
+    forgotten AS (
+      DELETE FROM ops_event_counters
+      WHERE minute < now() - interval '1 day' AND (summarized OR dead_lettered <= ${perMinute})
+    )
+    SELECT count(*)::int AS n FROM due`;
+  return row?.n ?? 0;
+}
