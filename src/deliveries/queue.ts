@@ -4,6 +4,7 @@
  * docs/architecture.md ("Dispatch path").
  */
 import type { Executor } from '../db/connect.js';
+import { type OrderingKey, releaseHeads } from './ordering.js';
 import { markCancelled, returnFate, waitUntil } from './queue-state.js';
 
 export interface CompletedAttempt {
@@ -36,7 +37,7 @@ export interface CompletedAttempt {
 export async function completeAttempts(sql: Executor, results: CompletedAttempt[]): Promise<Set<string>> {
   if (results.length === 0) return new Set();
   const col = <K extends keyof CompletedAttempt>(key: K) => results.map((r) => r[key]);
-  const rows = await sql<{ id: string }[]>`
+  const rows = await sql<{ id: string; key_endpoint_id: string | null; ordering_key: string | null }[]>`
     WITH r AS (
       SELECT t.*,
         -- only rows that go back to the queue need their endpoint's state (two key lookups)
@@ -60,7 +61,7 @@ export async function completeAttempts(sql: Executor, results: CompletedAttempt[
       DELETE FROM delivery_queue q USING r
       WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token
         AND (r.status <> 'failed' OR r.fate = 'cancel')
-      RETURNING q.delivery_id
+      RETURNING q.delivery_id, q.endpoint_id, q.ordering_key
     ),
     retried AS (
       UPDATE delivery_queue q SET
@@ -77,16 +78,19 @@ export async function completeAttempts(sql: Executor, results: CompletedAttempt[
       DELETE FROM delivery_queue q USING r
       WHERE q.delivery_id = r.delivery_id AND r.status = 'delivered' AND q.lease_token IS DISTINCT FROM r.lease_token
         AND q.lease_expires_at IS NULL AND q.attempt_count = r.attempt
-      RETURNING q.delivery_id
+      RETURNING q.delivery_id, q.endpoint_id, q.ordering_key
     ),
     rescued_dead AS (
       SELECT d.id AS delivery_id FROM deliveries d JOIN r ON r.delivery_id = d.id
       WHERE r.status = 'delivered' AND d.status = 'dead_letter' AND d.last_error_class = 'lease_expired'
         AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.delivery_id = d.id)
     ),
+    -- settled keyed rows name their key: its next delivery is released below (ordering.ts)
     owned AS (
-      SELECT delivery_id FROM settled UNION ALL SELECT delivery_id FROM retried
-      UNION ALL SELECT delivery_id FROM rescued_waiting UNION ALL SELECT delivery_id FROM rescued_dead
+      SELECT delivery_id, endpoint_id, ordering_key FROM settled
+      UNION ALL SELECT delivery_id, NULL, NULL FROM retried
+      UNION ALL SELECT delivery_id, endpoint_id, ordering_key FROM rescued_waiting
+      UNION ALL SELECT delivery_id, NULL, NULL FROM rescued_dead
     )
     UPDATE deliveries d SET
       status = CASE WHEN r.fate = 'cancel' THEN 'cancelled' ELSE r.status END,
@@ -101,7 +105,10 @@ export async function completeAttempts(sql: Executor, results: CompletedAttempt[
       updated_at = now()
     FROM r JOIN owned o ON o.delivery_id = r.delivery_id
     WHERE d.id = r.delivery_id
-    RETURNING d.id`;
+    RETURNING d.id, o.endpoint_id AS key_endpoint_id, o.ordering_key`;
+  // The settles are committed (a statement of its own on the pool): now release the next
+  // delivery of each settled key. A crash in between is caught by the maintenance safety net.
+  await releaseHeads(sql, keysOf(rows));
   return new Set(rows.map((r) => r.id));
 }
 
@@ -150,9 +157,9 @@ export async function reapExpiredLeases(
   maxAttempts: number,
   limit = 1000,
 ): Promise<{ requeued: number; deadLettered: number; cancelled: number }> {
-  const rows = await sql<{ status: string }[]>`
+  const rows = await sql<{ status: string; key_endpoint_id: string | null; ordering_key: string | null }[]>`
     WITH expired AS (
-      SELECT delivery_id, endpoint_id, attempt_count >= ${maxAttempts} AS exhausted FROM delivery_queue
+      SELECT delivery_id, endpoint_id, ordering_key, attempt_count >= ${maxAttempts} AS exhausted FROM delivery_queue
       WHERE lease_expires_at < now()
       ORDER BY lease_expires_at
       LIMIT ${limit}
@@ -176,9 +183,23 @@ export async function reapExpiredLeases(
       last_error_class = 'lease_expired', last_error = 'dispatcher lease expired before a result was recorded',
       updated_at = now()
     FROM fated f WHERE d.id = f.delivery_id
-    RETURNING d.status`;
+    RETURNING d.status, CASE WHEN f.exhausted OR f.fate = 'cancel' THEN f.endpoint_id END AS key_endpoint_id,
+      f.ordering_key`;
+  // A dead-lettered or cancelled keyed head lets its key's next delivery go (ordering.ts).
+  await releaseHeads(sql, keysOf(rows));
   const count = (status: string) => rows.filter((r) => r.status === status).length;
   return { requeued: count('failed'), deadLettered: count('dead_letter'), cancelled: count('cancelled') };
+}
+
+/** The ordering keys of rows that left the queue (`key_endpoint_id` null for the others). */
+function keysOf(rows: { key_endpoint_id: string | null; ordering_key: string | null }[]): OrderingKey[] {
+  const keys: OrderingKey[] = [];
+  for (const r of rows) {
+    if (r.key_endpoint_id !== null && r.ordering_key !== null) {
+      keys.push({ endpointId: r.key_endpoint_id, orderingKey: r.ordering_key });
+    }
+  }
+  return keys;
 }
 
 /** When the next delivery becomes due (null when nothing is waiting), to sleep exactly that long. */
