@@ -38,13 +38,15 @@ export async function releaseHeads(sql: Executor, keys: OrderingKey[]): Promise<
   const run = async (tx: Executor): Promise<number> => {
     const endpoints = wanted.map((k) => k.endpointId);
     const names = wanted.map((k) => k.orderingKey);
-    await tx`
+    // Sent together (postgres.js pipelines a transaction's queries on its connection); the
+    // server still runs them one after the other, the second with a snapshot taken after the lock.
+    const lock = tx`
       SELECT 1 FROM ordering_keys k
       JOIN unnest(${endpoints}::text[], ${names}::text[]) AS u(endpoint_id, ordering_key)
         ON k.endpoint_id = u.endpoint_id AND k.ordering_key = u.ordering_key
       ORDER BY k.endpoint_id, k.ordering_key
       FOR UPDATE OF k`;
-    const [row] = await tx<{ n: number }[]>`
+    const release = tx<{ n: number }[]>`
       WITH free AS (
         SELECT u.endpoint_id, u.ordering_key
         FROM unnest(${endpoints}::text[], ${names}::text[]) AS u(endpoint_id, ordering_key)
@@ -66,6 +68,7 @@ export async function releaseHeads(sql: Executor, keys: OrderingKey[]): Promise<
       SELECT count(*)::int AS n,
         (SELECT count(*) FROM (SELECT pg_notify(${WAKEUP_CHANNEL}, '') FROM released LIMIT 1) w) AS woken
       FROM released`;
+    const [, [row]] = await Promise.all([lock, release]);
     return row?.n ?? 0;
   };
   // A pool starts its own short transaction; inside a transaction, the statements join it.
