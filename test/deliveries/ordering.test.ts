@@ -112,6 +112,44 @@ describe('ordering keys: held rows', () => {
     assert.equal(held!.n, 3);
   });
 
+  it('a failed head replayed while it waits stays the head; an expunged head lets the next go', async () => {
+    const ep = await keyedEndpoint(['r'], 3);
+    const [head] = (await claim()).filter((c) => c.endpointId === ep);
+    assert.equal(head!.sequence, '1');
+    await completeAttempts(db.sql, [
+      {
+        deliveryId: head!.id,
+        endpointId: ep,
+        leaseToken: head!.leaseToken,
+        attempt: 1,
+        startedAt: new Date(),
+        durationMs: 1,
+        statusCode: 500,
+        outcome: 'retryable',
+        errorClass: 'http_500',
+        error: null,
+        snippet: null,
+        status: 'failed',
+        delayMs: 3_600_000,
+      },
+    ]);
+    assert.deepEqual(await heads(ep), [{ ordering_key: 'r', sequence: '1', due: false }]);
+    const replay = await t.send('POST', `/v1/deliveries/${head!.id}/replay`);
+    assert.ok(replay.status < 300, await replay.text());
+    assert.deepEqual(
+      await heads(ep),
+      [{ ordering_key: 'r', sequence: '1', due: true }],
+      'due again, still the head',
+    );
+    const [held] =
+      await db.sql`SELECT count(*)::int AS n FROM delivery_queue WHERE endpoint_id = ${ep} AND held`;
+    assert.equal(held!.n, 2);
+    // Expunging the head's message cancels it: the next one of the key is released.
+    const [msg] = await db.sql`SELECT message_id FROM deliveries WHERE id = ${head!.id}`;
+    assert.equal((await t.send('POST', `/v1/messages/${msg!.message_id}/expunge`)).status, 200);
+    assert.deepEqual(await heads(ep), [{ ordering_key: 'r', sequence: '2', due: true }]);
+  });
+
   it('the safety net releases the next head of a key whose settler died before releasing', async () => {
     const ep = await keyedEndpoint(['a', 'b', 'c'], 2);
     // As if a completion had committed and its process died before the release.
