@@ -3,7 +3,7 @@
  * batch, never inside a transaction that spans an HTTP call. Why each is shaped the way it is:
  * docs/architecture.md ("Dispatch path").
  */
-import type { Executor } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { type OrderingKey, releaseHeads } from './ordering.js';
 import { markCancelled, returnFate, waitUntil } from './queue-state.js';
 
@@ -22,6 +22,8 @@ export interface CompletedAttempt {
   /** The delivery's new status and, for `failed`, how long until the next attempt. */
   status: 'delivered' | 'failed' | 'dead_letter';
   delayMs: number;
+  /** The delivery has an ordering key: the batch settles and releases its keys in one transaction. */
+  keyed?: boolean;
 }
 
 /**
@@ -36,6 +38,13 @@ export interface CompletedAttempt {
  */
 export async function completeAttempts(sql: Executor, results: CompletedAttempt[]): Promise<Set<string>> {
   if (results.length === 0) return new Set();
+  // A batch with keyed deliveries writes its results and releases their keys' next deliveries in
+  // one transaction (one commit, no gap for a crash); an unkeyed batch stays a lone statement.
+  if ('begin' in sql && results.some((r) => r.keyed)) return (sql as Sql).begin((tx) => settle(tx, results));
+  return settle(sql, results);
+}
+
+async function settle(sql: Executor, results: CompletedAttempt[]): Promise<Set<string>> {
   const col = <K extends keyof CompletedAttempt>(key: K) => results.map((r) => r[key]);
   const rows = await sql<{ id: string; key_endpoint_id: string | null; ordering_key: string | null }[]>`
     WITH r AS (
@@ -106,8 +115,9 @@ export async function completeAttempts(sql: Executor, results: CompletedAttempt[
     FROM r JOIN owned o ON o.delivery_id = r.delivery_id
     WHERE d.id = r.delivery_id
     RETURNING d.id, o.endpoint_id AS key_endpoint_id, o.ordering_key`;
-  // The settles are committed (a statement of its own on the pool): now release the next
-  // delivery of each settled key. A crash in between is caught by the maintenance safety net.
+  // Release the next delivery of each settled key: in this transaction when there is one (the
+  // lock is taken after the settle, so a racing enqueue's rows are seen), else in a short one of
+  // its own, where a crash in between is caught by the maintenance safety net.
   await releaseHeads(sql, keysOf(rows));
   return new Set(rows.map((r) => r.id));
 }

@@ -294,6 +294,7 @@ export class Dispatcher {
         snippet: result.snippet,
         status: decision.status,
         delayMs: decision.status === 'failed' ? decision.delayMs : 0,
+        keyed: job.sequence !== null,
       },
       leaseEndsAt,
     );
