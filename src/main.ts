@@ -119,10 +119,12 @@ const COMMANDS: Record<string, Command> = {
     summary: 'built-in load test: deliveries/s, lag, CPU per delivery per part, and the no-queue ceiling',
     usage:
       'hookpost bench [--n 20000] [--endpoints 10] [--payload-bytes 1024] [--rate R [--duration 10]] [--drain]\n' +
+      '               [--ordering-keys K]\n' +
       '       hookpost bench --soak --rate R [--duration 600] [--retention-seconds S] [--csv soak.csv]\n' +
       '  --rate R      offer a steady R deliveries/s and report lag percentiles at that rate\n' +
       '  --duration S  seconds of steady load with --rate (default 10)\n' +
       '  --drain       enqueue all first, then time the dispatcher on the backlog and sample its memory\n' +
+      '  --ordering-keys K  item i gets ordering_key k(i % K): deliveries/s with K keys sent in order\n' +
       '  --soak        steady --rate for --duration with a short retention (default duration/5): prints\n' +
       '                database size, deliveries/s, lag p99, lock waits and dispatcher RSS every 10 s,\n' +
       '                writes them to --csv (default soak.csv) and an SVG chart beside it',
@@ -133,6 +135,7 @@ const COMMANDS: Record<string, Command> = {
       rate: { type: 'string' },
       duration: { type: 'string' },
       drain: { type: 'boolean' },
+      'ordering-keys': { type: 'string' },
       soak: { type: 'boolean' },
       'retention-seconds': { type: 'string' },
       csv: { type: 'string' },
@@ -235,6 +238,8 @@ export async function main(argv: string[]): Promise<number> {
           rate: values.rate === undefined ? undefined : positiveNumber(values, 'rate', 0, false),
           durationSeconds: positiveNumber(values, 'duration', 10, false),
           drain: values.drain === true,
+          orderingKeys:
+            values['ordering-keys'] === undefined ? undefined : positiveNumber(values, 'ordering-keys', 1),
         });
       case 'dead-letters':
         return await runDeadLetters(config, values as { endpoint?: string; hours?: string });

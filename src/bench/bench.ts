@@ -29,6 +29,8 @@ export interface BenchOptions {
   durationSeconds: number;
   /** Enqueue everything first, then start the dispatcher on the full backlog and watch its memory. */
   drain: boolean;
+  /** Ordering keys over the items (`k${i % K}`); undefined = unkeyed. */
+  orderingKeys?: number | undefined;
 }
 
 const fmt = (x: number, digits = 0) =>
@@ -138,6 +140,7 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
     const total = opts.rate === undefined ? opts.n : Math.round(opts.rate * opts.durationSeconds);
     out(
       `hookpost bench: ${fmt(total)} deliveries to ${opts.endpoints} endpoints, ${opts.payloadBytes}-byte payloads, ` +
+        `${opts.orderingKeys ? `${fmt(opts.orderingKeys)} ordering keys, ` : ''}` +
         `concurrency ${config.dispatchConcurrency}${opts.rate ? `, offered ${fmt(opts.rate)}/s for ${opts.durationSeconds} s` : ''}`,
     );
     if (!opts.drain) await h.startDispatcher();

@@ -13,6 +13,8 @@ export interface LoadOptions {
   payloadBytes: number;
   /** Offered load in deliveries/s; undefined = as fast as possible. */
   rate: number | undefined;
+  /** With K: item i carries ordering_key `k${i % K}` (sent one at a time per endpoint and key). */
+  orderingKeys?: number | undefined;
 }
 
 export const now = () => performance.timeOrigin + performance.now();
@@ -56,7 +58,8 @@ export async function enqueueAll(
     const items = Array.from({ length: count }, () => {
       const i = next++;
       const endpoint = endpointIds[i % endpointIds.length];
-      return `{"endpoint_id":"${endpoint}","event_type":"bench.event","payload":${payloadOf(i, opts.payloadBytes)}}`;
+      const key = opts.orderingKeys ? `"ordering_key":"k${i % opts.orderingKeys}",` : '';
+      return `{"endpoint_id":"${endpoint}","event_type":"bench.event",${key}"payload":${payloadOf(i, opts.payloadBytes)}}`;
     });
     const request = `{"items":[${items.join(',')}]}`;
     const body = (await call(h, 'POST', '/v1/deliveries/batch', request)) as {

@@ -12,6 +12,8 @@ export interface ClaimedDelivery {
   attempt: number;
   leaseToken: string;
   payload: Buffer;
+  /** Its number within its (endpoint, ordering key), sent as hookpost-sequence; null when unkeyed. */
+  sequence: string | null;
 }
 
 interface ClaimRow {
@@ -21,6 +23,7 @@ interface ClaimRow {
   attempt_count: number;
   lease_token: string;
   payload: Buffer;
+  sequence: string | null;
 }
 
 export interface ClaimOptions {
@@ -70,6 +73,7 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
     attempt: r.attempt_count,
     leaseToken: r.lease_token,
     payload: r.payload,
+    sequence: r.sequence,
   }));
 }
 
@@ -134,7 +138,8 @@ function claimStatement(
       attempt_count = q.attempt_count + 1
     FROM picked, messages m
     WHERE q.delivery_id = picked.delivery_id AND m.id = q.message_id
-    RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token, m.payload`;
+    RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token, m.payload,
+      q.sequence::text AS sequence`;
 }
 
 /** Whether an enabled endpoint has a rate or concurrency limit: claims for it need the lock step. */

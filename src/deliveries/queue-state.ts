@@ -7,7 +7,9 @@
  * - leased: claimed by a dispatcher (`lease_expires_at IS NOT NULL`), i.e. in flight;
  * - parked: waiting at `next_attempt_at = 'infinity'`: its endpoint is disabled or its circuit is
  *           not closed. Still queued (nothing is lost), at the far end of every index, never due;
- * - probe:  the one due row of a half-open circuit, named by `endpoint_health.probe_delivery_id`.
+ * - probe:  the one due row of a half-open circuit, named by `endpoint_health.probe_delivery_id`;
+ * - held:   a keyed row behind its key's head (`held`, at 'infinity'): only deliveries/ordering.ts
+ *           unholds it. `park` never sees it (already at 'infinity'), `release` skips it.
  *
  * The rule they all keep: a waiting row of a disabled endpoint or of a circuit that is not
  * closed (other than the probe) is parked; a waiting row of a deleted endpoint does not exist
@@ -80,6 +82,8 @@ export function release(sql: Executor, endpointIds: Fragment): Fragment {
     FROM endpoints e
     WHERE e.id = q.endpoint_id AND q.endpoint_id IN (${endpointIds}) AND e.enabled AND e.deleted_at IS NULL
       AND q.lease_expires_at IS NULL AND q.next_attempt_at = 'infinity'
+      -- a held row (ordering.ts) waits for its key's head, not for its endpoint: never released here
+      AND NOT q.held
     RETURNING q.delivery_id`;
 }
 

@@ -3,8 +3,9 @@
  * batch, never inside a transaction that spans an HTTP call. Why each is shaped the way it is:
  * docs/architecture.md ("Dispatch path").
  */
-import type { Executor, Fragment } from '../db/connect.js';
+import type { Executor, Fragment, Sql } from '../db/connect.js';
 import { DEFAULT_OPS_EVENTS_PER_MINUTE, deadLetterEventCtes } from '../ops-events/events.js';
+import { type OrderingKey, releaseHeads } from './ordering.js';
 import { markCancelled, returnFate, waitUntil } from './queue-state.js';
 
 /**
@@ -35,6 +36,8 @@ export interface CompletedAttempt {
   /** The delivery's new status and, for `failed`, how long until the next attempt. */
   status: 'delivered' | 'failed' | 'dead_letter';
   delayMs: number;
+  /** The delivery has an ordering key: the batch settles and releases its keys in one transaction. */
+  keyed?: boolean;
 }
 
 /**
@@ -55,8 +58,21 @@ export async function completeAttempts(
   opsEventsPerMinute = DEFAULT_OPS_EVENTS_PER_MINUTE,
 ): Promise<Set<string>> {
   if (results.length === 0) return new Set();
+  // A batch with keyed deliveries writes its results and releases their keys' next deliveries in
+  // one transaction (one commit, no gap for a crash); an unkeyed batch stays a lone statement.
+  if ('begin' in sql && results.some((r) => r.keyed)) {
+    return (sql as Sql).begin((tx) => settle(tx, results, opsEventsPerMinute));
+  }
+  return settle(sql, results, opsEventsPerMinute);
+}
+
+async function settle(
+  sql: Executor,
+  results: CompletedAttempt[],
+  opsEventsPerMinute: number,
+): Promise<Set<string>> {
   const col = <K extends keyof CompletedAttempt>(key: K) => results.map((r) => r[key]);
-  const rows = await sql<{ id: string }[]>`
+  const rows = await sql<{ id: string; key_endpoint_id: string | null; ordering_key: string | null }[]>`
     WITH r AS (
       SELECT t.*,
         -- only rows that go back to the queue need their endpoint's state (two key lookups)
@@ -80,7 +96,7 @@ export async function completeAttempts(
       DELETE FROM delivery_queue q USING r
       WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token
         AND (r.status <> 'failed' OR r.fate = 'cancel')
-      RETURNING q.delivery_id
+      RETURNING q.delivery_id, q.endpoint_id, q.ordering_key
     ),
     retried AS (
       UPDATE delivery_queue q SET
@@ -97,16 +113,19 @@ export async function completeAttempts(
       DELETE FROM delivery_queue q USING r
       WHERE q.delivery_id = r.delivery_id AND r.status = 'delivered' AND q.lease_token IS DISTINCT FROM r.lease_token
         AND q.lease_expires_at IS NULL AND q.attempt_count = r.attempt
-      RETURNING q.delivery_id
+      RETURNING q.delivery_id, q.endpoint_id, q.ordering_key
     ),
     rescued_dead AS (
       SELECT d.id AS delivery_id FROM deliveries d JOIN r ON r.delivery_id = d.id
       WHERE r.status = 'delivered' AND d.status = 'dead_letter' AND d.last_error_class = 'lease_expired'
         AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.delivery_id = d.id)
     ),
+    -- settled keyed rows name their key: its next delivery is released below (ordering.ts)
     owned AS (
-      SELECT delivery_id FROM settled UNION ALL SELECT delivery_id FROM retried
-      UNION ALL SELECT delivery_id FROM rescued_waiting UNION ALL SELECT delivery_id FROM rescued_dead
+      SELECT delivery_id, endpoint_id, ordering_key FROM settled
+      UNION ALL SELECT delivery_id, NULL, NULL FROM retried
+      UNION ALL SELECT delivery_id, endpoint_id, ordering_key FROM rescued_waiting
+      UNION ALL SELECT delivery_id, NULL, NULL FROM rescued_dead
     ),
     done AS (
     UPDATE deliveries d SET
@@ -122,11 +141,16 @@ export async function completeAttempts(
       updated_at = now()
     FROM r JOIN owned o ON o.delivery_id = r.delivery_id
     WHERE d.id = r.delivery_id
-    RETURNING d.id, d.status, d.endpoint_id, d.message_id, d.attempt_count, d.last_status_code, d.last_error_class
+    RETURNING d.id, d.status, d.endpoint_id, d.message_id, d.attempt_count, d.last_status_code, d.last_error_class,
+      o.endpoint_id AS key_endpoint_id, o.ordering_key
     ),
     -- delivery.dead_lettered to the operators, capped per endpoint-minute (ops-events/events.ts)
     ${deadLetterEventCtes(sql, 'dl', deadLetterRows(sql, sql`done`), opsEventsPerMinute)}
-    SELECT id FROM done`;
+    SELECT id, key_endpoint_id, ordering_key FROM done`;
+  // Release the next delivery of each settled key: in this transaction when there is one (the
+  // lock is taken after the settle, so a racing enqueue's rows are seen), else in a short one of
+  // its own, where a crash in between is caught by the maintenance safety net.
+  await releaseHeads(sql, keysOf(rows));
   return new Set(rows.map((r) => r.id));
 }
 
@@ -176,10 +200,10 @@ export async function reapExpiredLeases(
   limit = 1000,
   opsEventsPerMinute = DEFAULT_OPS_EVENTS_PER_MINUTE,
 ): Promise<{ requeued: number; deadLettered: number; cancelled: number }> {
-  const rows = await sql<{ status: string }[]>`
+  const rows = await sql<{ status: string; key_endpoint_id: string | null; ordering_key: string | null }[]>`
     WITH expired AS (
       -- the endpoint's own max_attempts when it has one (sql/0007), else the global one
-      SELECT delivery_id, endpoint_id,
+      SELECT delivery_id, endpoint_id, ordering_key,
         attempt_count >= coalesce((SELECT me.max_attempts FROM endpoints me WHERE me.id = endpoint_id), ${maxAttempts})
           AS exhausted
       FROM delivery_queue
@@ -207,12 +231,26 @@ export async function reapExpiredLeases(
       last_error_class = 'lease_expired', last_error = 'dispatcher lease expired before a result was recorded',
       updated_at = now()
     FROM fated f WHERE d.id = f.delivery_id
-    RETURNING d.id, d.status, d.endpoint_id, d.message_id, d.attempt_count, d.last_status_code, d.last_error_class
+    RETURNING d.id, d.status, d.endpoint_id, d.message_id, d.attempt_count, d.last_status_code, d.last_error_class,
+      CASE WHEN f.exhausted OR f.fate = 'cancel' THEN f.endpoint_id END AS key_endpoint_id, f.ordering_key
     ),
     ${deadLetterEventCtes(sql, 'dl', deadLetterRows(sql, sql`done`), opsEventsPerMinute)}
-    SELECT status FROM done`;
+    SELECT status, key_endpoint_id, ordering_key FROM done`;
+  // A dead-lettered or cancelled keyed head lets its key's next delivery go (ordering.ts).
+  await releaseHeads(sql, keysOf(rows));
   const count = (status: string) => rows.filter((r) => r.status === status).length;
   return { requeued: count('failed'), deadLettered: count('dead_letter'), cancelled: count('cancelled') };
+}
+
+/** The ordering keys of rows that left the queue (`key_endpoint_id` null for the others). */
+function keysOf(rows: { key_endpoint_id: string | null; ordering_key: string | null }[]): OrderingKey[] {
+  const keys: OrderingKey[] = [];
+  for (const r of rows) {
+    if (r.key_endpoint_id !== null && r.ordering_key !== null) {
+      keys.push({ endpointId: r.key_endpoint_id, orderingKey: r.ordering_key });
+    }
+  }
+  return keys;
 }
 
 /** When the next delivery becomes due (null when nothing is waiting), to sleep exactly that long. */

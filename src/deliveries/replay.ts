@@ -10,6 +10,7 @@ import type { Executor, Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
 import { type Actor, recordAudit } from '../tenants/audit.js';
 import { type TenantScope, tenantIs } from '../tenants/scope.js';
+import { releaseHeads } from './ordering.js';
 import { initialAt } from './queue-state.js';
 import { WAKEUP_CHANNEL } from './wakeup.js';
 
@@ -109,25 +110,37 @@ export async function requeueLocked(
   auditId: string,
 ): Promise<string[]> {
   if (rows.length === 0) return [];
-  const requeued = await tx<{ id: string }[]>`
+  const requeued = await tx<{ id: string; endpoint_id: string; ordering_key: string | null }[]>`
     WITH r AS (
       SELECT * FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.delayMs)}::float8[])
         AS t(id, delay_ms)
     ),
     previous AS (
-      SELECT d.id, d.endpoint_id, d.message_id, d.status, d.attempt_count, d.dead_at, r.delay_ms
+      SELECT d.id, d.endpoint_id, d.message_id, d.status, d.attempt_count, d.dead_at, r.delay_ms,
+        CASE WHEN d.sequence IS NOT NULL THEN m.ordering_key END AS ordering_key, d.sequence
       FROM deliveries d JOIN r ON r.id = d.id
       -- Nothing left to send once the payload is erased (retention expiry or expunge).
       JOIN messages m ON m.id = d.message_id AND m.payload_expired_at IS NULL
     ),
     queued AS (
-      INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, attempt_count)
-      -- parked instead when the endpoint's circuit is open (queue-state.ts): released with the rest
+      INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, attempt_count,
+                                  ordering_key, sequence, held)
+      -- parked instead when the endpoint's circuit is open (queue-state.ts): released with the rest.
+      -- A keyed one re-enters held, behind its key's head (released by sequence, ordering.ts).
       SELECT p.id, p.endpoint_id, p.message_id,
-        ${initialAt(tx, tx`p.endpoint_id`, tx`now() + p.delay_ms * interval '1 millisecond'`)}, 0 FROM previous p
-      ON CONFLICT (delivery_id) DO UPDATE SET attempt_count = 0, next_attempt_at = excluded.next_attempt_at
+        CASE WHEN p.ordering_key IS NULL
+          THEN ${initialAt(tx, tx`p.endpoint_id`, tx`now() + p.delay_ms * interval '1 millisecond'`)}
+          ELSE 'infinity' END,
+        0, p.ordering_key, p.sequence, p.ordering_key IS NOT NULL FROM previous p
+      -- A failed row still queued keeps its place: a held one stays held, a keyed head (unheld)
+      -- is due again now, an unkeyed one at its paced time.
+      ON CONFLICT (delivery_id) DO UPDATE SET attempt_count = 0,
+        next_attempt_at = CASE WHEN delivery_queue.held THEN delivery_queue.next_attempt_at
+          WHEN excluded.held THEN ${initialAt(tx, tx`delivery_queue.endpoint_id`, tx`now()`)}
+          ELSE excluded.next_attempt_at END,
+        held = delivery_queue.held
         WHERE delivery_queue.lease_expires_at IS NULL
-      RETURNING delivery_id
+      RETURNING delivery_id, endpoint_id, ordering_key
     ),
     logged AS (
       INSERT INTO replayed_deliveries (audit_id, delivery_id, previous_status, previous_attempt_count, previous_dead_at)
@@ -138,7 +151,14 @@ export async function requeueLocked(
     -- bulk replay must not count it), and replayed_deliveries keeps when it had died.
     UPDATE deliveries d SET status = 'pending', attempt_count = 0, dead_at = NULL, updated_at = now()
     FROM queued q WHERE d.id = q.delivery_id
-    RETURNING d.id`;
+    RETURNING d.id, q.endpoint_id, q.ordering_key`;
+  // Second statement (fresh snapshot): a replayed keyed delivery whose key has no head becomes it.
+  await releaseHeads(
+    tx,
+    requeued.flatMap((r) =>
+      r.ordering_key === null ? [] : [{ endpointId: r.endpoint_id, orderingKey: r.ordering_key }],
+    ),
+  );
   return requeued.map((r) => r.id);
 }
 

@@ -268,6 +268,8 @@ export class Dispatcher {
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureHeader(endpoint.keys, job.messageId, timestamp, job.payload),
     };
+    // Keyed deliveries carry their number within (endpoint, ordering key): gaps and stale events show.
+    if (job.sequence !== null) headers['hookpost-sequence'] = job.sequence;
     // An endpoint whose secrets cannot be decrypted fails alone, as a retryable attempt that
     // sends nothing: its deliveries back off and its breaker parks them until the key is back.
     const result: SendResult = endpoint.unavailable
@@ -297,6 +299,7 @@ export class Dispatcher {
         snippet: result.snippet,
         status: decision.status,
         delayMs: decision.status === 'failed' ? decision.delayMs : 0,
+        keyed: job.sequence !== null,
       },
       leaseEndsAt,
     );

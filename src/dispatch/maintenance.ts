@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
+import { type OrderingKey, releaseStrandedHeads } from '../deliveries/ordering.js';
 import { reapExpiredLeases } from '../deliveries/queue.js';
 import { breakerTick } from '../endpoints/breaker.js';
 import { refreshHealthPercentiles } from '../endpoints/latency.js';
@@ -58,12 +59,24 @@ export function startMaintenance(
     onWork();
   });
   const percentiles = guarded('percentiles', () => refreshHealthPercentiles(sql));
+  // Ordering keys' safety net: a settle whose process died before releasing its key's next
+  // delivery leaves the key without a head; a bounded walk over the keys with held rows finds it.
+  let strandedCursor: OrderingKey | null = null;
+  const stranded = guarded('ordering', async () => {
+    const { released, next } = await releaseStrandedHeads(sql, strandedCursor);
+    strandedCursor = next;
+    if (released > 0) {
+      log.warn({ released }, 'released the next delivery of ordering keys left without one');
+      onWork();
+    }
+  });
   // Lease expiry is checked a few times per lease; cooldowns a few times per cooldown, within
   // 50 ms .. 1 s, so fractional test cooldowns and 5-minute production ones both work.
   const timers = [
     setInterval(reap, Math.min(15_000, Math.max(100, (config.leaseSeconds * 1000) / 4))),
     setInterval(tick, Math.min(1000, Math.max(50, (config.breakerCooldownSeconds * 1000) / 5))),
     setInterval(percentiles, 30_000),
+    setInterval(stranded, 5000),
   ];
   // Retention (src/retention/): its own timer, one pass at a time across all processes.
   const stopRetention = startRetention(sql, config, log, metrics?.retention);

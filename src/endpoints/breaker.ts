@@ -152,7 +152,7 @@ export async function breakerTick(sql: Executor, policy: BreakerPolicy): Promise
     probe AS (
       SELECT d.endpoint_id,
         (SELECT q.delivery_id FROM delivery_queue q
-         WHERE q.endpoint_id = d.endpoint_id AND q.lease_expires_at IS NULL
+         WHERE q.endpoint_id = d.endpoint_id AND q.lease_expires_at IS NULL AND NOT q.held
          ORDER BY q.next_attempt_at LIMIT 1) AS delivery_id
       FROM due d
     ),

@@ -5,6 +5,7 @@
  * finishes its attempt, but its lease is gone, so the result changes nothing and no retry follows.
  */
 import type { Sql } from '../db/connect.js';
+import { type OrderingKey, releaseHeads } from '../deliveries/ordering.js';
 import { newId } from '../ids.js';
 import { actorOf, recordAudit } from '../tenants/audit.js';
 import { type Caller, tenantIs } from '../tenants/scope.js';
@@ -31,11 +32,11 @@ export async function expungeMessage(
       WHERE id = ${id} AND ${tenantIs(tx, caller, 'tenant_id')}
       RETURNING payload_expired_at, tenant_id`;
     if (!message) return undefined;
-    const [counts] = await tx<{ cancelled: number; snippets: number }[]>`
+    const [counts] = await tx<{ cancelled: number; snippets: number; keys: OrderingKey[] }[]>`
       WITH unqueued AS (
         DELETE FROM delivery_queue q USING deliveries d
         WHERE d.message_id = ${id} AND q.delivery_id = d.id
-        RETURNING q.delivery_id
+        RETURNING q.delivery_id, q.endpoint_id, q.ordering_key
       ),
       cancelled AS (
         UPDATE deliveries d SET status = 'cancelled', updated_at = now()
@@ -48,7 +49,11 @@ export async function expungeMessage(
         WHERE d.message_id = ${id} AND a.delivery_id = d.id AND a.response_snippet IS NOT NULL
         RETURNING 1
       )
-      SELECT (SELECT count(*) FROM cancelled)::int AS cancelled, (SELECT count(*) FROM snippets)::int AS snippets`;
+      SELECT (SELECT count(*) FROM cancelled)::int AS cancelled, (SELECT count(*) FROM snippets)::int AS snippets,
+        (SELECT coalesce(json_agg(json_build_object('endpointId', endpoint_id, 'orderingKey', ordering_key)), '[]')
+         FROM unqueued WHERE ordering_key IS NOT NULL) AS keys`;
+    // A cancelled keyed delivery lets the next one of its key go (deliveries/ordering.ts).
+    await releaseHeads(tx, counts!.keys);
     const auditId = newId('exp_');
     await tx`
       INSERT INTO message_expunges (id, message_id, actor, cancelled_deliveries, erased_snippets)

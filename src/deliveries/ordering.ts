@@ -1,0 +1,115 @@
+/**
+ * Ordering keys: deliveries to one endpoint with the same `ordering_key` are sent one at a time,
+ * in sequence order. A keyed queue row is inserted HELD (`held`, next_attempt_at 'infinity':
+ * never due, never claimed); only its key's head is unheld. When a head leaves the queue
+ * (delivered, dead_letter, cancelled) the next one is released here. Why it is race-free and
+ * what it costs: docs/architecture.md ("Ordering keys").
+ */
+import type { Executor, Sql } from '../db/connect.js';
+import { initialAt } from './queue-state.js';
+import { WAKEUP_CHANNEL } from './wakeup.js';
+
+/** One (endpoint, ordering key) pair. */
+export interface OrderingKey {
+  endpointId: string;
+  orderingKey: string;
+}
+
+/** Distinct pairs, sorted, so every transaction locks key rows in the same order (no deadlock). */
+function distinctSorted(keys: OrderingKey[]): OrderingKey[] {
+  const seen = new Map<string, OrderingKey>();
+  for (const k of keys) seen.set(`${k.endpointId}\u0000${k.orderingKey}`, k);
+  return [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, k]) => k);
+}
+
+/**
+ * For each key in `keys` that has no unheld queue row, unholds its lowest-sequence held row:
+ * due now, or parked when its endpoint is disabled or its circuit open (queue-state.ts initialAt),
+ * so a parked head parks its key. Two statements in one transaction (the caller's, or a short one
+ * of its own): first the key rows are locked, then the release runs with a fresh snapshot
+ * (READ COMMITTED), which sees every enqueue and every settle of these keys that committed
+ * before the lock was granted. An enqueue holds the same lock from its sequence upsert to its
+ * commit, so of an enqueue and a settle of one key, the later one's release sees the other's
+ * rows. Returns how many heads were released.
+ */
+export async function releaseHeads(sql: Executor, keys: OrderingKey[]): Promise<number> {
+  const wanted = distinctSorted(keys);
+  if (wanted.length === 0) return 0;
+  const run = async (tx: Executor): Promise<number> => {
+    const endpoints = wanted.map((k) => k.endpointId);
+    const names = wanted.map((k) => k.orderingKey);
+    // Sent together (postgres.js pipelines a transaction's queries on its connection); the
+    // server still runs them one after the other, the second with a snapshot taken after the lock.
+    const lock = tx`
+      SELECT 1 FROM ordering_keys k
+      JOIN unnest(${endpoints}::text[], ${names}::text[]) AS u(endpoint_id, ordering_key)
+        ON k.endpoint_id = u.endpoint_id AND k.ordering_key = u.ordering_key
+      ORDER BY k.endpoint_id, k.ordering_key
+      FOR UPDATE OF k`;
+    const release = tx<{ n: number }[]>`
+      WITH free AS (
+        SELECT u.endpoint_id, u.ordering_key
+        FROM unnest(${endpoints}::text[], ${names}::text[]) AS u(endpoint_id, ordering_key)
+        WHERE NOT EXISTS (SELECT 1 FROM delivery_queue q
+                          WHERE q.endpoint_id = u.endpoint_id AND q.ordering_key = u.ordering_key AND NOT q.held)
+      ),
+      heads AS (
+        SELECT (SELECT q.delivery_id FROM delivery_queue q
+                WHERE q.endpoint_id = f.endpoint_id AND q.ordering_key = f.ordering_key AND q.held
+                ORDER BY q.sequence LIMIT 1) AS delivery_id
+        FROM free f
+      ),
+      released AS (
+        UPDATE delivery_queue q SET held = false, next_attempt_at = ${initialAt(tx, tx`q.endpoint_id`, tx`now()`)}
+        FROM heads h WHERE q.delivery_id = h.delivery_id AND q.held
+        RETURNING q.delivery_id
+      )
+      -- wake every dispatcher at commit (only when a head became due or parked)
+      SELECT count(*)::int AS n,
+        (SELECT count(*) FROM (SELECT pg_notify(${WAKEUP_CHANNEL}, '') FROM released LIMIT 1) w) AS woken
+      FROM released`;
+    const [, [row]] = await Promise.all([lock, release]);
+    return row?.n ?? 0;
+  };
+  // A pool starts its own short transaction; inside a transaction, the statements join it.
+  if ('begin' in sql) return (sql as Sql).begin((tx) => run(tx));
+  return run(sql);
+}
+
+/**
+ * The safety net (maintenance): a settle whose process died between writing the result and
+ * releasing the next head leaves its key with held rows and no head. Walks up to `limit` keys
+ * that have held rows, starting after `after` (a loose index scan of delivery_queue_held_idx,
+ * one descent per key), and releases the heads of those without one. Returns the released count
+ * and where to continue (null: the walk reached the end; start again from the beginning).
+ */
+export async function releaseStrandedHeads(
+  sql: Sql,
+  after: OrderingKey | null,
+  limit = 500,
+): Promise<{ released: number; next: OrderingKey | null }> {
+  const rows = await sql<{ endpoint_id: string; ordering_key: string; stranded: boolean }[]>`
+    WITH RECURSIVE walk AS (
+      (SELECT q.endpoint_id, q.ordering_key, 1 AS n FROM delivery_queue q
+       WHERE q.held AND (q.endpoint_id, q.ordering_key) > (${after?.endpointId ?? ''}, ${after?.orderingKey ?? ''})
+       ORDER BY q.endpoint_id, q.ordering_key LIMIT 1)
+      UNION ALL
+      SELECT nx.endpoint_id, nx.ordering_key, w.n + 1 FROM walk w CROSS JOIN LATERAL (
+        SELECT q.endpoint_id, q.ordering_key FROM delivery_queue q
+        WHERE q.held AND (q.endpoint_id, q.ordering_key) > (w.endpoint_id, w.ordering_key)
+        ORDER BY q.endpoint_id, q.ordering_key LIMIT 1) nx
+      WHERE w.n < ${limit}
+    )
+    SELECT w.endpoint_id, w.ordering_key,
+      NOT EXISTS (SELECT 1 FROM delivery_queue q
+                  WHERE q.endpoint_id = w.endpoint_id AND q.ordering_key = w.ordering_key AND NOT q.held) AS stranded
+    FROM walk w ORDER BY w.n`;
+  const stranded = rows
+    .filter((r) => r.stranded)
+    .map((r) => ({ endpointId: r.endpoint_id, orderingKey: r.ordering_key }));
+  const released = await releaseHeads(sql, stranded);
+  const last = rows.at(-1);
+  const next =
+    rows.length < limit || !last ? null : { endpointId: last.endpoint_id, orderingKey: last.ordering_key };
+  return { released, next };
+}
