@@ -32,8 +32,14 @@ export interface DeliveryRow {
   dead_at: Date | null;
   /** The payload bytes and response snippets were erased (payload expiry or expunge); metadata stays. */
   payload_expired: boolean;
-  /** Why a queued delivery waits with no next attempt time; null when it is not parked. */
-  parked: 'circuit_open' | 'endpoint_disabled' | null;
+  /** The message's ordering key, and this delivery's number within (endpoint, key); null when unkeyed. */
+  ordering_key: string | null;
+  sequence: number | null;
+  /**
+   * Why a queued delivery waits with no next attempt time; null when it is not parked.
+   * `behind_ordering_key`: an earlier delivery of its ordering key is not settled yet.
+   */
+  parked: 'behind_ordering_key' | 'circuit_open' | 'endpoint_disabled' | null;
   /** For `circuit_open`: when the circuit releases its next probe (it may be out already). */
   next_probe_at: Date | null;
 }
@@ -61,11 +67,13 @@ const DELIVERY_COLUMNS = `d.id, m.tenant_id, d.message_id, d.endpoint_id, m.even
   d.last_status_code, d.last_error_class, d.last_error, d.last_duration_ms,
   d.created_at, d.updated_at, d.delivered_at, d.dead_at,
   m.payload_expired_at IS NOT NULL AS payload_expired,
+  m.ordering_key, d.sequence::float8 AS sequence,
   CASE WHEN q.lease_expires_at IS NULL AND q.next_attempt_at = 'infinity' THEN
-    CASE WHEN NOT pe.enabled THEN 'endpoint_disabled' WHEN ph.state <> 'closed' THEN 'circuit_open' END
+    CASE WHEN q.held THEN 'behind_ordering_key'
+      WHEN NOT pe.enabled THEN 'endpoint_disabled' WHEN ph.state <> 'closed' THEN 'circuit_open' END
   END AS parked,
-  CASE WHEN q.lease_expires_at IS NULL AND q.next_attempt_at = 'infinity' AND pe.enabled AND ph.state <> 'closed'
-    THEN ph.opened_at + make_interval(secs => ph.cooldown_seconds) END AS next_probe_at`;
+  CASE WHEN q.lease_expires_at IS NULL AND q.next_attempt_at = 'infinity' AND NOT q.held AND pe.enabled
+    AND ph.state <> 'closed' THEN ph.opened_at + make_interval(secs => ph.cooldown_seconds) END AS next_probe_at`;
 
 /** The joins DELIVERY_COLUMNS reads: the queue row, and the endpoint and circuit for `parked`. */
 const DELIVERY_JOINS = `LEFT JOIN delivery_queue q ON q.delivery_id = d.id

@@ -54,6 +54,21 @@ describe('ordering keys: held rows', () => {
       { ordering_key: 'a', sequence: '1', due: true },
       { ordering_key: 'b', sequence: '1', due: true },
     ]);
+    // What an operator sees: the heads are due, the rest say what they wait for.
+    const listed = await t.send('GET', `/v1/deliveries?endpoint_id=${ep}&limit=10`);
+    const shown = (
+      (await listed.json()).data as { ordering_key: string; sequence: number; parked: string | null }[]
+    )
+      .map((d) => `${d.ordering_key}${d.sequence}:${d.parked ?? 'due'}`)
+      .sort();
+    assert.deepEqual(shown, [
+      'a1:due',
+      'a2:behind_ordering_key',
+      'a3:behind_ordering_key',
+      'b1:due',
+      'b2:behind_ordering_key',
+      'b3:behind_ordering_key',
+    ]);
     const claimed = (await claim()).filter((c) => c.endpointId === ep);
     assert.deepEqual(claimed.map((c) => c.sequence).sort(), ['1', '1']);
     // The head of a settles: its next one becomes due, b still waits behind its head in flight.

@@ -125,9 +125,21 @@ export const deliverySchema = z
     payload_expired: z.boolean().meta({
       description: 'payload bytes and response snippets erased (expiry or expunge); a replay is 409',
     }),
-    parked: z.enum(['circuit_open', 'endpoint_disabled']).nullable().meta({
-      description: 'why a queued delivery waits with no next attempt time; null when it is not parked',
+    ordering_key: z
+      .string()
+      .nullable()
+      .meta({ description: "the message's ordering_key; null when unkeyed" }),
+    sequence: z.number().int().nullable().meta({
+      description: 'the hookpost-sequence number within (endpoint, ordering_key); null when unkeyed',
     }),
+    parked: z
+      .enum(['behind_ordering_key', 'circuit_open', 'endpoint_disabled'])
+      .nullable()
+      .meta({
+        description:
+          'why a queued delivery waits with no next attempt time: an earlier delivery of its ordering key is ' +
+          'not settled yet, its circuit is open, or its endpoint is disabled; null when it is not parked',
+      }),
     next_probe_at: nullableTimestamp.meta({
       description: 'for parked: circuit_open, when the circuit releases its next probe',
     }),
