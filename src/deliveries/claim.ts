@@ -4,6 +4,7 @@
  */
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connect.js';
+import { utf8Server } from '../db/encoding.js';
 
 export interface ClaimedDelivery {
   id: string;
@@ -22,7 +23,8 @@ interface ClaimRow {
   endpoint_id: string;
   attempt_count: number;
   lease_token: string;
-  payload: Buffer;
+  /** Text on a UTF-8 server (db/encoding.ts), else bytea. */
+  payload: string | Buffer;
   sequence: string | null;
 }
 
@@ -49,6 +51,9 @@ export interface ClaimOptions {
  *    with SKIP LOCKED, lease them, charge the tokens, and return them with their payloads.
  */
 export async function claimDue(sql: Sql, options: ClaimOptions): Promise<ClaimedDelivery[]> {
+  // Every stored payload is UTF-8 without NUL (the API cuts it out of a JSON body decoded as
+  // strict UTF-8), so on a UTF-8 server convert_from is the identity and half the bytes of hex.
+  const asText = utf8Server(sql);
   // Fast path: with no limited endpoint there is no shared counter to serialize on, so the claim
   // is one statement in its own implicit transaction: one round trip instead of four. Limited
   // endpoints are left out of it, in case one appeared since the caller last checked.
@@ -63,16 +68,16 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
           SELECT e.id, e.id IN (SELECT endpoint_id FROM mine) AS mine FROM endpoints e
           WHERE e.enabled AND (e.max_in_flight IS NOT NULL OR e.rate_limit_per_second IS NOT NULL)`;
         const skip = [...options.saturated, ...limited.filter((l) => !l.mine).map((l) => l.id)];
-        return claimStatement(tx, options, skip, true);
+        return claimStatement(tx, options, skip, true, asText);
       })
-    : await claimStatement(sql, options, options.saturated, false);
+    : await claimStatement(sql, options, options.saturated, false, asText);
   return rows.map((r) => ({
     id: r.id,
     messageId: r.message_id,
     endpointId: r.endpoint_id,
     attempt: r.attempt_count,
     leaseToken: r.lease_token,
-    payload: r.payload,
+    payload: typeof r.payload === 'string' ? Buffer.from(r.payload, 'utf8') : r.payload,
     sequence: r.sequence,
   }));
 }
@@ -83,6 +88,7 @@ function claimStatement(
   options: ClaimOptions,
   skip: string[],
   includeLimited: boolean,
+  asText: boolean,
 ): Promise<ClaimRow[]> {
   return tx<ClaimRow[]>`
     WITH RECURSIVE waiting AS (
@@ -138,8 +144,8 @@ function claimStatement(
       attempt_count = q.attempt_count + 1
     FROM picked, messages m
     WHERE q.delivery_id = picked.delivery_id AND m.id = q.message_id
-    RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token, m.payload,
-      q.sequence::text AS sequence`;
+    RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token,
+      ${asText ? tx`convert_from(m.payload, 'UTF8')` : tx`m.payload`} AS payload, q.sequence::text AS sequence`;
 }
 
 /** Whether an enabled endpoint has a rate or concurrency limit: claims for it need the lock step. */

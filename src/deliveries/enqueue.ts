@@ -2,8 +2,10 @@
  * Enqueue: turns accepted events into messages and deliveries in one transaction, with
  * idempotency enforced by unique indexes (see sql/0001_init.sql), never by read-then-write.
  */
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import type { Executor, Sql } from '../db/connect.js';
+import type { Executor, Fragment, Sql } from '../db/connect.js';
+import { utf8Server } from '../db/encoding.js';
 import { newId } from '../ids.js';
 import { DEFAULT_TENANT, type TenantScope, tenantIs } from '../tenants/scope.js';
 import { type OrderingKey, releaseHeads } from './ordering.js';
@@ -68,6 +70,20 @@ function packPayloads(payloads: Buffer[]): { bytes: Buffer; offsets: number[]; l
   return { bytes: Buffer.concat(payloads), offsets, lengths: payloads.map((p) => p.length) };
 }
 
+/**
+ * The packed payloads as a bytea expression. On a UTF-8 server they go as one text parameter,
+ * converted once in a materialised CTE (per row it would convert the whole batch per row): half
+ * the wire bytes of the hex form, and no hex encoding in JavaScript. The claim then reads them
+ * back as text too (claim.ts), which needs every stored payload to be UTF-8 without NUL: true of
+ * every payload the API accepts (JSON text cut out of a body decoded as strict UTF-8), and
+ * checked here, at the one place payloads are written, so nothing else can slip in.
+ */
+function packedBytes(tx: Executor, sql: Sql, bytes: Buffer): Fragment {
+  if (!utf8Server(sql)) return tx`${bytes}::bytea`;
+  if (!isUtf8(bytes) || bytes.includes(0)) throw new Error('a payload is not UTF-8 text without NUL');
+  return tx`convert_to(${bytes.toString('utf8')}::text, 'UTF8')`;
+}
+
 /** PostgreSQL type oid of bytea, for postgres.js array parameters. */
 const BYTEA = 17;
 
@@ -107,9 +123,10 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
     // endpoint, fan-out by subscription when endpoint_id is absent). ON CONFLICT DO NOTHING
     // skips duplicates of an earlier request; a racing twin waits on the unique index.
     const created = await tx<CreatedRow[]>`
-      WITH input AS (
-        SELECT t.*, substring(${packed.bytes}::bytea FROM t.payload_offset + 1 FOR t.payload_length) AS payload
-        FROM unnest(
+      WITH packed AS MATERIALIZED (SELECT ${packedBytes(tx, sql, packed.bytes)} AS bytes),
+      input AS (
+        SELECT t.*, substring(packed.bytes FROM t.payload_offset + 1 FOR t.payload_length) AS payload
+        FROM packed, unnest(
           ${ids}::text[], ${tenants}::text[], ${items.map((i) => i.eventType)}::text[],
           ${items.map((i) => i.eventId)}::text[],
           ${items.map((i) => i.idempotencyKey)}::text[], ${items.map((i) => i.orderingKey)}::text[],
