@@ -5,13 +5,22 @@
  */
 
 import dns from 'node:dns';
-import net from 'node:net';
 import path from 'node:path';
+import {
+  boolVar,
+  ConfigError,
+  type Env,
+  fail,
+  hostVar,
+  numberVar,
+  portVar,
+  stringVar,
+} from './config-vars.js';
 import { DEFAULT_PATTERN_THRESHOLDS, type PatternThresholds } from './deliveries/dead-letter-patterns.js';
 import type { RetryPolicy } from './deliveries/retry-policy.js';
 import type { BreakerPolicy } from './endpoints/breaker.js';
 
-export class ConfigError extends Error {}
+export { ConfigError } from './config-vars.js';
 
 export interface Config {
   databaseUrl: string | undefined;
@@ -83,24 +92,7 @@ export interface Config {
   policies: { retry: RetryPolicy; breaker: BreakerPolicy };
 }
 
-type Env = Record<string, string | undefined>;
-
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function fail(name: string, value: string, expected: string): never {
-  throw new ConfigError(`${name}=${JSON.stringify(value)} is invalid: expected ${expected}`);
-}
-
-function numberVar(env: Env, name: string, fallback: number, opts: { min?: number; integer?: boolean } = {}) {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  const min = opts.min ?? 0;
-  if (!Number.isFinite(value) || value < min || (opts.integer && !Number.isInteger(value))) {
-    fail(name, raw, `${opts.integer ? 'an integer' : 'a number'} >= ${min}`);
-  }
-  return value;
-}
 
 function patternThresholds(env: Env): PatternThresholds {
   const d = DEFAULT_PATTERN_THRESHOLDS;
@@ -122,39 +114,6 @@ function patternThresholds(env: Env): PatternThresholds {
   };
 }
 
-/** A TCP port to listen on, 1 to 65535. */
-function portVar(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > 65535) fail(name, raw, 'a TCP port, 1 to 65535');
-  return value;
-}
-
-// RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens.
-const HOST_NAME =
-  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-
-/** The address to listen on: an IPv4 or IPv6 address, or a host name that resolves to one here. */
-function hostVar(env: Env, name: string, fallback: string): string {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = raw.trim();
-  if (net.isIP(value) === 0 && !HOST_NAME.test(value)) {
-    fail(name, raw, 'an IP address (127.0.0.1, 0.0.0.0, ::) or a host name');
-  }
-  return value;
-}
-
-function boolVar(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const normalized = raw.trim().toLowerCase();
-  if (['true', '1', 'yes'].includes(normalized)) return true;
-  if (['false', '0', 'no'].includes(normalized)) return false;
-  return fail(name, raw, 'true or false');
-}
-
 /** HOOKPOST_DNS_SERVERS: comma-separated `ip`, `ip:port` or `[ipv6]:port`, checked by c-ares itself. */
 function dnsServers(env: Env): string[] | undefined {
   const raw = stringVar(env, 'HOOKPOST_DNS_SERVERS');
@@ -173,11 +132,6 @@ function dnsServers(env: Env): string[] | undefined {
     );
   }
   return servers;
-}
-
-function stringVar(env: Env, name: string): string | undefined {
-  const raw = env[name];
-  return raw === undefined || raw.trim() === '' ? undefined : raw;
 }
 
 /**
