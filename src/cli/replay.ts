@@ -92,10 +92,7 @@ async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: bo
       `${config.replayRatePerSecond}/s (about ${seconds} s); Ctrl-C stops after the current batch`,
   );
   const progress = createProgress(process.stdout, plan.matched, 'replayed');
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const stop = stopOnSignal();
   try {
     const outcome = await runReplay(sql, plan, filter, {
       batchSize: config.replayBatchSize,
@@ -119,8 +116,7 @@ async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: bo
     return 0;
   } finally {
     progress.finish();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stop.release();
   }
 }
 
@@ -172,10 +168,7 @@ async function resend(sql: Sql, config: Config, filter: ResendFilter, dryRun: bo
       `${config.replayBatchSize}, at most ${config.replayRatePerSecond}/s; Ctrl-C stops after the current batch`,
   );
   const progress = createProgress(process.stdout, plan.matched, 'resent');
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const stop = stopOnSignal();
   try {
     const outcome = await runResend(sql, plan, filter, {
       batchSize: config.replayBatchSize,
@@ -192,8 +185,7 @@ async function resend(sql: Sql, config: Config, filter: ResendFilter, dryRun: bo
     return 0;
   } finally {
     progress.finish();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stop.release();
   }
 }
 
@@ -218,4 +210,22 @@ export async function runReplayCommand(config: Config, args: ReplayArgs): Promis
     process.stderr.write(`hookpost: ${error.message}\n`);
     return 1;
   }
+}
+
+/**
+ * Ctrl-C (or SIGTERM) aborts `signal`, so a paced run stops between batches instead of dying
+ * mid-batch; `release()` gives the signals back to their default handling.
+ */
+function stopOnSignal(): { signal: AbortSignal; release(): void } {
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    release() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
 }
