@@ -6,13 +6,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
-import {
-  MAX_REPLAY_LIMIT,
-  type ReplayFilter,
-  type ReplayProgress,
-  runReplay,
-  startReplay,
-} from '../deliveries/bulk-replay.js';
+import { MAX_REPLAY_LIMIT, type ReplayFilter, runReplay, startReplay } from '../deliveries/bulk-replay.js';
 import { analyzeDeadLetters, MAX_ANALYSIS_HOURS } from '../deliveries/dead-letter-analysis.js';
 import type { PatternThresholds } from '../deliveries/dead-letter-patterns.js';
 import { getAudit, ReplayError } from '../deliveries/replay.js';
@@ -20,7 +14,7 @@ import type { Logger } from '../log.js';
 import { actorOf } from '../tenants/audit.js';
 import { narrowScope, TENANT_ID } from '../tenants/scope.js';
 import { type ApiEnv, callerOf } from './auth.js';
-import type { BackgroundTasks } from './background.js';
+import { type BackgroundTasks, startPacedRun } from './background.js';
 import { readJsonBody, validate } from './body.js';
 import { notFound } from './errors.js';
 import { pageLimit } from './pagination.js';
@@ -136,25 +130,17 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
     // continue in this process. GET /replays/{audit_id} shows progress; a graceful shutdown stops
     // it between batches (audit `interrupted`); a crash leaves it `running`. Either way the rest
     // stays dead-lettered: rerun the filter.
-    let firstBatch!: (p: ReplayProgress) => void;
-    const firstProgress = new Promise<ReplayProgress>((resolve) => {
-      firstBatch = resolve;
-    });
-    const run = runReplay(deps.sql, plan, filter, {
-      batchSize: deps.replayBatchSize,
-      ratePerSecond: deps.replayRatePerSecond,
-      onProgress: (p) => firstBatch(p),
-      signal: deps.background?.signal,
-    });
-    deps.background?.track(run);
-    const progress = await Promise.race([firstProgress, run]);
-    run.then(
-      (outcome) => deps.log.info({ auditId: plan.auditId, ...outcome }, 'bulk replay ended'),
-      (error: Error) =>
-        deps.log.error(
-          { auditId: plan.auditId, errorName: error.name, message: error.message },
-          'bulk replay failed',
-        ),
+    const progress = await startPacedRun(
+      deps,
+      'bulk replay',
+      plan.auditId,
+      (pace) =>
+        runReplay(deps.sql, plan, filter, {
+          batchSize: deps.replayBatchSize,
+          ratePerSecond: deps.replayRatePerSecond,
+          ...pace,
+        }),
+      (outcome) => outcome,
     );
     const audit = await getAudit(deps.sql, filter, plan.auditId);
     return c.json(

@@ -5,7 +5,6 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
-import type { ReplayProgress } from '../deliveries/bulk-replay.js';
 import { MAX_REPLAY_LIMIT } from '../deliveries/bulk-replay.js';
 import { DELIVERY_STATUSES } from '../deliveries/read.js';
 import { getAudit, ReplayError } from '../deliveries/replay.js';
@@ -13,7 +12,7 @@ import { planResend, type ResendFilter, runResend } from '../deliveries/resend.j
 import type { Logger } from '../log.js';
 import { actorOf } from '../tenants/audit.js';
 import { type ApiEnv, callerOf } from './auth.js';
-import type { BackgroundTasks } from './background.js';
+import { type BackgroundTasks, startPacedRun } from './background.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError, notFound } from './errors.js';
 import { resendSchema } from './openapi/messages-responses.js';
@@ -126,28 +125,17 @@ export function resendRoutes(deps: ResendRoutesDeps) {
     if (dryRun || plan.matched === 0) return answer('finished', 0, 200);
     // As a bulk replay does (api/dead-letters.ts): answer once the first batch is committed and
     // let the rest go on in this process, paced; a shutdown stops it between batches.
-    let firstBatch!: (p: ReplayProgress) => void;
-    const firstProgress = new Promise<ReplayProgress>((resolve) => {
-      firstBatch = resolve;
-    });
-    const run = runResend(deps.sql, plan, filter, {
-      batchSize: deps.replayBatchSize,
-      ratePerSecond: deps.replayRatePerSecond,
-      onProgress: (p) => firstBatch(p),
-      signal: deps.background?.signal,
-    });
-    deps.background?.track(run);
-    const progress = await Promise.race([
-      firstProgress,
-      run.then((o) => ({ matched: o.matched, replayed: o.resent, skipped: o.skipped })),
-    ]);
-    run.then(
-      (outcome) => deps.log.info({ auditId: plan.auditId, ...outcome }, 'resend ended'),
-      (error: Error) =>
-        deps.log.error(
-          { auditId: plan.auditId, errorName: error.name, message: error.message },
-          'resend failed',
-        ),
+    const progress = await startPacedRun(
+      deps,
+      'resend',
+      plan.auditId,
+      (pace) =>
+        runResend(deps.sql, plan, filter, {
+          batchSize: deps.replayBatchSize,
+          ratePerSecond: deps.replayRatePerSecond,
+          ...pace,
+        }),
+      (outcome) => ({ matched: outcome.matched, replayed: outcome.resent, skipped: outcome.skipped }),
     );
     const audit = await getAudit(deps.sql, caller, plan.auditId);
     return answer(audit?.state ?? 'running', Math.max(progress.replayed, audit?.replayed ?? 0), 202);
