@@ -115,11 +115,8 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
     banner = admin;
     // The events log's index, built CONCURRENTLY in the background (enqueue goes on meanwhile;
     // the log works without it, only slower). A build cut short by a shutdown is redone next start.
-    ensureMessageLogIndex(sql).catch((error: Error) =>
-      log.warn(
-        { errorName: error.name, message: error.message },
-        'events log index not built; retried at next start',
-      ),
+    ensureMessageLogIndex(sql).catch((error: unknown) =>
+      log.warn(errorFields(error), 'events log index not built; retried at next start'),
     );
   }
 

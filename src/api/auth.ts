@@ -10,7 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from '../db/connect.js';
-import type { Logger } from '../log.js';
+import { errorFields, type Logger } from '../log.js';
 import {
   ADMIN_KEY_ID,
   type ApiKey,
@@ -96,8 +96,8 @@ export function keyAuth(deps: KeyAuthDeps): MiddlewareHandler<ApiEnv> {
     const now = Date.now();
     if (now - (touched.get(id) ?? 0) < TOUCH_INTERVAL_MS) return;
     touched.set(id, now);
-    touchKey(deps.sql, id).catch((error: Error) =>
-      deps.log.warn({ keyId: id, errorName: error.name, message: error.message }, 'could not record key use'),
+    touchKey(deps.sql, id).catch((error: unknown) =>
+      deps.log.warn({ keyId: id, ...errorFields(error) }, 'could not record key use'),
     );
   }
 

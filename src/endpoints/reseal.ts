@@ -7,7 +7,7 @@
  * is (its endpoint fails with `secret_unavailable`) and counted.
  */
 import type { Sql } from '../db/connect.js';
-import type { Logger } from '../log.js';
+import { errorFields, type Logger } from '../log.js';
 import type { SecretBox } from './secrets.js';
 
 export interface ResealResult {
@@ -115,7 +115,7 @@ export function startResealing(sql: Sql, box: SecretBox, log: Logger): { stop():
         );
       }
     },
-    (error: Error) => log.error({ errorName: error.name, message: error.message }, 're-encryption failed'),
+    (error: unknown) => log.error(errorFields(error), 're-encryption failed'),
   );
   return {
     async stop() {

@@ -24,9 +24,7 @@ export async function expungeMessage(
   caller: Caller,
   id: string,
 ): Promise<ExpungeResult | undefined> {
-  return sql.begin(async (transaction) => {
-    // postgres.js types a transaction apart from a pool; the queries below work on either.
-    const tx = transaction as unknown as Sql;
+  return sql.begin(async (tx) => {
     const [message] = await tx<{ payload_expired_at: Date; tenant_id: string }[]>`
       UPDATE messages SET payload = ''::bytea, payload_expired_at = coalesce(payload_expired_at, now())
       WHERE id = ${id} AND ${tenantIs(tx, caller, 'tenant_id')}

@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
-import type { Logger } from '../log.js';
+import { errorFields, type Logger } from '../log.js';
 import { type RetentionMetrics, recordOutcome, recordState } from './metrics.js';
 import { type RetentionPolicy, readState, runRetentionPass } from './pass.js';
 
@@ -58,11 +58,7 @@ export function startRetention(
     } catch (error) {
       metrics?.runs.inc({ result: 'failure' });
       if (metrics) recordState(metrics, await readState(sql).catch(() => undefined));
-      if (!stopped)
-        log.error(
-          { task: 'retention', errorName: (error as Error).name, message: (error as Error).message },
-          'maintenance failed',
-        );
+      if (!stopped) log.error({ task: 'retention', ...errorFields(error) }, 'maintenance failed');
     } finally {
       running = false;
     }
