@@ -75,8 +75,11 @@ async function settle(
   const rows = await sql<{ id: string; key_endpoint_id: string | null; ordering_key: string | null }[]>`
     WITH r AS (
       SELECT t.*,
-        -- only rows that go back to the queue need their endpoint's state (two key lookups)
-        CASE WHEN t.status = 'failed' THEN ${returnFate(sql, sql`t.endpoint_id`, sql`t.delivery_id`)} END AS fate
+        -- only rows that go back to the queue need their endpoint's state (two key lookups). A
+        -- failed attempt is never the probe's exemption: a half-open circuit's probe that failed
+        -- parks (its failure re-opens the circuit just after this write); left due, it could be
+        -- claimed again before the breaker sees the failure, a second probe.
+        CASE WHEN t.status = 'failed' THEN ${returnFate(sql, sql`t.endpoint_id`, sql`NULL::text`)} END AS fate
       FROM unnest(
         ${col('deliveryId')}::text[], ${col('endpointId')}::text[], ${col('leaseToken')}::uuid[],
         ${col('attempt')}::int[], ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
