@@ -2,6 +2,7 @@
  * Claiming due deliveries: fair across endpoints, within each endpoint's limits, and honouring
  * its circuit breaker. Why it is shaped this way: docs/architecture.md ("Claiming").
  */
+import { randomUUID } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connect.js';
 import { utf8Server } from '../db/encoding.js';
@@ -37,6 +38,12 @@ export interface ClaimOptions {
   perEndpointLimit: number;
   /** Whether any enabled endpoint has a rate or concurrency limit (anyLimitedEndpoints). */
   limitedEndpoints: boolean;
+  /**
+   * The lease token every row of this claim gets (default: a fresh one). Chosen by the caller so
+   * that a claim whose answer was lost (the connection died after the commit) can still be
+   * handed back by its token (releaseUnansweredClaims) instead of waiting out its lease.
+   */
+  leaseToken?: string;
 }
 
 /**
@@ -54,6 +61,7 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
   // Every stored payload is UTF-8 without NUL (the API cuts it out of a JSON body decoded as
   // strict UTF-8), so on a UTF-8 server convert_from is the identity and half the bytes of hex.
   const asText = utf8Server(sql);
+  const token = options.leaseToken ?? randomUUID();
   // Fast path: with no limited endpoint there is no shared counter to serialize on, so the claim
   // is one statement in its own implicit transaction: one round trip instead of four. Limited
   // endpoints are left out of it, in case one appeared since the caller last checked.
@@ -68,9 +76,9 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
           SELECT e.id, e.id IN (SELECT endpoint_id FROM mine) AS mine FROM endpoints e
           WHERE e.enabled AND (e.max_in_flight IS NOT NULL OR e.rate_limit_per_second IS NOT NULL)`;
         const skip = [...options.saturated, ...limited.filter((l) => !l.mine).map((l) => l.id)];
-        return claimStatement(tx, options, skip, true, asText);
+        return claimStatement(tx, options, token, skip, true, asText);
       })
-    : await claimStatement(sql, options, options.saturated, false, asText);
+    : await claimStatement(sql, options, token, options.saturated, false, asText);
   return rows.map((r) => ({
     id: r.id,
     messageId: r.message_id,
@@ -86,6 +94,7 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
 function claimStatement(
   tx: Sql | TransactionSql,
   options: ClaimOptions,
+  leaseToken: string,
   skip: string[],
   includeLimited: boolean,
   asText: boolean,
@@ -139,7 +148,7 @@ function claimStatement(
       WHERE h.endpoint_id = c.endpoint_id AND a.rate IS NOT NULL
     )
     UPDATE delivery_queue q SET
-      lease_token = gen_random_uuid(),
+      lease_token = ${leaseToken}::uuid,
       lease_expires_at = now() + make_interval(secs => ${options.leaseSeconds}),
       attempt_count = q.attempt_count + 1
     FROM picked, messages m

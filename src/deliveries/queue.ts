@@ -167,11 +167,35 @@ export async function releaseClaims(
   claims: { id: string; leaseToken: string }[],
 ): Promise<number> {
   if (claims.length === 0) return 0;
+  return handBack(
+    sql,
+    sql`SELECT q.delivery_id, q.lease_token, q.endpoint_id
+        FROM unnest(${claims.map((c) => c.id)}::text[], ${claims.map((c) => c.leaseToken)}::uuid[]) AS u(id, lease_token)
+        JOIN delivery_queue q ON q.delivery_id = u.id AND q.lease_token = u.lease_token`,
+  );
+}
+
+/**
+ * Hands back every row still leased by the claims with these tokens: claims whose answer never
+ * came (the connection died after the database committed them), so this process never learnt
+ * which rows it holds. Without it they would wait out their lease after every outage.
+ * Leased rows are few (at most what the dispatchers hold), so the scan of them is cheap.
+ */
+export async function releaseUnansweredClaims(sql: Executor, leaseTokens: string[]): Promise<number> {
+  if (leaseTokens.length === 0) return 0;
+  return handBack(
+    sql,
+    sql`SELECT q.delivery_id, q.lease_token, q.endpoint_id FROM delivery_queue q
+        WHERE q.lease_expires_at IS NOT NULL AND q.lease_token = ANY(${leaseTokens}::uuid[])`,
+  );
+}
+
+/** releaseClaims' transition for the leased rows `claimed` selects (delivery_id, lease_token, endpoint_id). */
+async function handBack(sql: Executor, claimed: Fragment): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
     WITH r AS (
-      SELECT q.delivery_id, q.lease_token, ${returnFate(sql, sql`q.endpoint_id`, sql`q.delivery_id`)} AS fate
-      FROM unnest(${claims.map((c) => c.id)}::text[], ${claims.map((c) => c.leaseToken)}::uuid[]) AS u(id, lease_token)
-      JOIN delivery_queue q ON q.delivery_id = u.id AND q.lease_token = u.lease_token
+      SELECT c.delivery_id, c.lease_token, ${returnFate(sql, sql`c.endpoint_id`, sql`c.delivery_id`)} AS fate
+      FROM (${claimed}) c
     ),
     dropped AS (
       DELETE FROM delivery_queue q USING r

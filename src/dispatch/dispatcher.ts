@@ -3,10 +3,11 @@
  * writes results back in batches. No transaction is ever open during an HTTP call: a claim
  * commits before the first request, and results are written after the responses.
  */
+import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
 import { anyLimitedEndpoints, type ClaimedDelivery, claimDue } from '../deliveries/claim.js';
-import { nextDueAt, releaseClaims } from '../deliveries/queue.js';
+import { nextDueAt, releaseClaims, releaseUnansweredClaims } from '../deliveries/queue.js';
 import { nextAttempt, policyFor, type RetryPolicy } from '../deliveries/retry-policy.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
@@ -49,6 +50,11 @@ const BUSY_RECHECK_MS = 20;
 const CLAIM_RETRY_MAX_MS = 1000;
 /** A new rate or concurrency limit is honoured by claims within this long (ms). */
 const LIMITED_RECHECK_MS = 1000;
+/**
+ * Lease tokens of failed claims kept to hand back, at most this many (past it the oldest are
+ * left to the reaper: an outage long enough to fill it outlasts their leases anyway).
+ */
+const MAX_UNANSWERED_CLAIMS = 64;
 
 export class Dispatcher {
   private readonly sender: Sender;
@@ -67,6 +73,12 @@ export class Dispatcher {
   private idleResolvers: (() => void)[] = [];
   /** Whether limited endpoints exist (the claim's slower, locking path), re-checked each second. */
   private limited = { exists: true, checkedAt: 0 };
+  /**
+   * Tokens of claims that failed: the database may have committed one and lost its answer (the
+   * connection died), leaving rows leased to nobody. They are handed back by token as soon as
+   * the database answers again, instead of waiting out the lease.
+   */
+  private unanswered: string[] = [];
 
   constructor(private readonly deps: DispatcherDeps) {
     const { config } = deps;
@@ -153,21 +165,30 @@ export class Dispatcher {
         await this.waitForCapacity(config.pollIntervalMs);
         continue;
       }
+      let leaseToken: string | undefined;
       try {
+        if (this.unanswered.length > 0) await this.handBackUnanswered();
+        const limitedEndpoints = await this.limitedEndpointsExist();
         const claimStartedAt = Date.now();
+        leaseToken = randomUUID();
         const claimed = await claimDue(sql, {
           limit: want,
           leaseSeconds: config.leaseSeconds,
           saturated,
           perEndpointLimit: this.local.perEndpointLimit,
-          limitedEndpoints: await this.limitedEndpointsExist(),
+          limitedEndpoints,
+          leaseToken,
         });
         if (failures > 0) log.info({ failures }, 'claiming works again');
         failures = 0;
         if (claimed.length > 0) {
+          // Until its rows are in the local queues, a failure (reading their endpoints) hands
+          // them back by token; after that they are this process's to send.
           await this.enqueueLocal(claimed, claimStartedAt + config.leaseSeconds * 1000);
+          leaseToken = undefined;
           continue; // there may be more due right now
         }
+        leaseToken = undefined;
         const next = await nextDueAt(sql);
         const untilDue = next ? next.getTime() - Date.now() : config.pollIntervalMs;
         // Due rows that the claim did not take belong to saturated or limited endpoints (a
@@ -176,12 +197,21 @@ export class Dispatcher {
         if (untilDue <= 0) await this.waitForCapacity(BUSY_RECHECK_MS);
         else await this.sleep(Math.min(untilDue, config.pollIntervalMs));
       } catch (error) {
+        if (leaseToken) this.unanswered.push(leaseToken);
+        if (this.unanswered.length > MAX_UNANSWERED_CLAIMS) this.unanswered.shift();
         failures++;
         // One line for the first failure, then at 2, 4, 8 …: an outage must not flood the log.
         if ((failures & (failures - 1)) === 0) log.error({ ...errorFields(error), failures }, 'claim failed');
         await this.sleep(Math.min(CLAIM_RETRY_MAX_MS, 50 * 2 ** failures));
       }
     }
+  }
+
+  private async handBackUnanswered(): Promise<void> {
+    const released = await releaseUnansweredClaims(this.deps.sql, this.unanswered);
+    this.unanswered = [];
+    if (released > 0)
+      this.deps.log.info({ released }, 'handed back deliveries of claims whose answer was lost');
   }
 
   private async limitedEndpointsExist(): Promise<boolean> {

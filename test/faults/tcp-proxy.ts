@@ -1,6 +1,9 @@
 /**
  * A TCP proxy in front of PostgreSQL that a test can cut (every connection dropped, new ones
  * refused, as when the server is down) and restore, without touching the shared test server.
+ * It can also lose one answer: a statement runs and commits, and its connection dies before the
+ * client hears of it. For that it follows the server's side of the wire protocol (type byte,
+ * length, body) on every connection.
  */
 import net from 'node:net';
 
@@ -10,11 +13,28 @@ export interface CuttableProxy {
   via(url: string): string;
   cut(): Promise<void>;
   restore(): Promise<void>;
+  /**
+   * The next statement on any connection that changes rows and returns one containing the
+   * bytes of `text` is never answered: its connection is closed right after the server commits
+   * it (at its next idle ReadyForQuery). Resolves once that happened.
+   */
+  loseNextAnswerContaining(text: string): Promise<void>;
   close(): Promise<void>;
+}
+
+const DATA_ROW = 0x44; // 'D'
+const COMMAND_COMPLETE = 0x43; // 'C'
+const READY_FOR_QUERY = 0x5a; // 'Z'
+const SSL_REFUSED = 0x4e; // 'N', the one-byte answer to an SSLRequest
+
+interface LoseAnswer {
+  text: Buffer;
+  done: () => void;
 }
 
 export async function startProxy(targetPort: number): Promise<CuttableProxy> {
   const sockets = new Set<net.Socket>();
+  let armed: LoseAnswer | undefined;
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, '127.0.0.1');
     for (const s of [client, upstream]) {
@@ -22,9 +42,58 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
       s.on('close', () => sockets.delete(s));
       s.on('error', () => {});
     }
-    client.pipe(upstream).pipe(client);
+    client.pipe(upstream);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
+
+    let pending = Buffer.alloc(0);
+    let started = false;
+    // Messages of the statement under way since the last ReadyForQuery, held back while armed.
+    const held: Buffer[] = [];
+    let doomed: LoseAnswer | undefined;
+    upstream.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      if (!started && pending.length > 0) {
+        started = true;
+        if (pending[0] === SSL_REFUSED) {
+          client.write(pending.subarray(0, 1));
+          pending = pending.subarray(1);
+        }
+      }
+      const out: Buffer[] = [];
+      while (pending.length >= 5 && pending.length >= 1 + pending.readInt32BE(1)) {
+        const message = pending.subarray(0, 1 + pending.readInt32BE(1));
+        pending = pending.subarray(message.length);
+        const type = message[0];
+        if (!armed && !doomed && held.length === 0) {
+          out.push(message);
+          continue;
+        }
+        held.push(message);
+        if (
+          armed &&
+          type === COMMAND_COMPLETE &&
+          /^(UPDATE|INSERT|DELETE) [1-9]/.test(message.subarray(5, -1).toString()) &&
+          held.some((m) => m[0] === DATA_ROW && m.includes(armed!.text))
+        ) {
+          doomed = armed;
+          armed = undefined;
+        }
+        if (type === READY_FOR_QUERY) {
+          if (doomed && message[5] === 0x49 /* 'I': idle, so committed */) {
+            const { done } = doomed;
+            doomed = undefined;
+            if (out.length > 0) client.write(Buffer.concat(out));
+            client.destroy();
+            upstream.destroy();
+            done();
+            return;
+          }
+          if (!doomed) out.push(...held.splice(0));
+        }
+      }
+      if (out.length > 0) client.write(Buffer.concat(out));
+    });
   });
   const listen = (port: number) =>
     new Promise<void>((resolve, reject) => {
@@ -39,6 +108,7 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
   const stop = () =>
     new Promise<void>((resolve) => {
       server.close(() => resolve());
+      armed = undefined;
       for (const s of sockets) s.destroy();
     });
   return {
@@ -50,6 +120,10 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
     },
     cut: stop,
     restore: () => listen(port),
+    loseNextAnswerContaining: (text) =>
+      new Promise<void>((done) => {
+        armed = { text: Buffer.from(text), done };
+      }),
     close: async () => {
       if (server.listening) await stop();
     },
