@@ -16,6 +16,7 @@ import { errorFields, type Logger } from '../log.js';
 import { recordStoredAttempts } from '../metrics/delivery-metrics.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { DEFAULT_OPS_EVENTS_PER_MINUTE } from '../ops-events/events.js';
+import { beforeDeadline } from '../util/deadline.js';
 
 /**
  * The most results kept while they cannot be written. The claim loop stops claiming while the
@@ -172,8 +173,10 @@ export class CompletionWriter {
     this.wakeRetry?.();
     while (this.flushing || this.pending.length > 0 || this.followUpRunning) {
       this.startFlush();
-      await this.flushing;
-      await this.followUpRunning;
+      // A statement that never answers (a network that drops packets without a reset) must
+      // not hold the shutdown past its deadline.
+      await beforeDeadline(this.flushing, deadline);
+      await beforeDeadline(this.followUpRunning, deadline);
       if (Date.now() >= deadline) break;
     }
     return this.pending.length;

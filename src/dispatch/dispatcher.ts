@@ -13,6 +13,7 @@ import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
 import { errorFields, type Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
+import { beforeDeadline } from '../util/deadline.js';
 import { CompletionWriter } from './completions.js';
 import { type DispatchEndpoint, EndpointCache, SECRET_UNAVAILABLE } from './endpoint-cache.js';
 import { leaseCoversAttempt } from './lease.js';
@@ -349,19 +350,35 @@ export class Dispatcher {
     this.stopping = true;
     this.stopMaintenance?.();
     this.wake();
-    await this.loop;
-    await this.unlisten?.().catch((error: unknown) => log.warn(errorFields(error), 'unlisten failed'));
-    await this.endpoints
-      .stop()
-      .catch((error: unknown) => log.warn(errorFields(error), 'stopping the endpoint cache failed'));
+    // Each step that waits on the database is bounded: one that never answers must not hold
+    // the stop (its claims then wait out their leases, like a crash's).
+    const stepsEndBy = started + config.shutdownTimeoutMs;
+    await beforeDeadline(this.loop, stepsEndBy);
+    await beforeDeadline(
+      this.unlisten?.().catch((error: unknown) => log.warn(errorFields(error), 'unlisten failed')),
+      stepsEndBy,
+    );
+    await beforeDeadline(
+      this.endpoints
+        .stop()
+        .catch((error: unknown) => log.warn(errorFields(error), 'stopping the endpoint cache failed')),
+      stepsEndBy,
+    );
     const unsent = this.local.drain().map((q) => q.job);
-    const released = await releaseClaims(this.deps.sql, unsent).catch((error: unknown) => {
-      log.warn(
-        { ...errorFields(error), count: unsent.length },
-        'handing back unsent claims failed; their leases will run out',
-      );
-      return 0;
-    });
+    let released = 0;
+    await beforeDeadline(
+      releaseClaims(this.deps.sql, unsent).then(
+        (n) => {
+          released = n;
+        },
+        (error: unknown) =>
+          log.warn(
+            { ...errorFields(error), count: unsent.length },
+            'handing back unsent claims failed; their leases will run out',
+          ),
+      ),
+      stepsEndBy,
+    );
     if (this.inFlight > 0) {
       const idle = new Promise<void>((resolve) => this.idleResolvers.push(resolve));
       const timer = setTimeout(() => this.sender.abortAll(), config.shutdownTimeoutMs);

@@ -4,8 +4,9 @@
  * Why histograms: at thousands of attempts per second, storing every sample (or a ring buffer of
  * them) costs a row per attempt; a histogram costs one upsert per endpoint per completion batch,
  * and a 24 h window is at most 1440 rows per endpoint to sum. Buckets grow by a factor of 1.25
- * from 1 ms to 120 s, so with linear interpolation inside a bucket a percentile is within about
- * ±12% of the exact value, which is plenty to tell a 200 ms endpoint from a 2 s one.
+ * from 1 ms to 120 s. A percentile is interpolated linearly inside the bucket that holds the
+ * exact value, so it is never further off than that bucket (exact / 1.25 … exact × 1.25) and
+ * usually within ±12%: plenty to tell a 200 ms endpoint from a 2 s one.
  */
 import type { Sql } from '../db/connect.js';
 

@@ -99,7 +99,10 @@ describe('fairness, percentiles, auto-disable', () => {
     });
     const h = await (await t.send('GET', `/v1/endpoints/${id}/health`)).json();
     // Exactly: against the durations actually recorded in the attempt log. Histogram buckets grow
-    // by 25%, so an estimate is within ~12.5% of the true value (plus a millisecond of rounding).
+    // by 25% and the estimate is interpolated inside the bucket that holds the true value, so it
+    // is guaranteed to lie in that bucket: between truth / 1.25 and truth × 1.25 (plus a
+    // millisecond of rounding). Typically it is much closer; the guarantee is what is asserted
+    // (a p99 of 216 ms read as 245 ms, both in the 211.8 – 264.7 ms bucket, was seen under load).
     const [exact] = await db.sql<{ p: number[] }[]>`
       SELECT percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY duration_ms) AS p
       FROM delivery_attempts WHERE endpoint_id = ${id}`;
@@ -109,7 +112,10 @@ describe('fairness, percentiles, auto-disable', () => {
       ['p95', h.p95_ms, p95!],
       ['p99', h.p99_ms, p99!],
     ] as const) {
-      assert.ok(Math.abs(estimate - truth) <= truth * 0.125 + 1, `${name} ${estimate} ms, exact ${truth} ms`);
+      assert.ok(
+        estimate >= truth / 1.25 - 1 && estimate <= truth * 1.25 + 1,
+        `${name} ${estimate} ms, exact ${truth} ms`,
+      );
     }
     // Smoke check only (timers on a shared machine): the two delay groups show.
     assert.ok(h.p50_ms < 100 && h.p95_ms >= 150, `p50 ${h.p50_ms}, p95 ${h.p95_ms}`);

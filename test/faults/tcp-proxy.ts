@@ -12,6 +12,8 @@ export interface CuttableProxy {
   /** Points `url` (a postgres:// URL) at the proxy. */
   via(url: string): string;
   cut(): Promise<void>;
+  /** From now until the next cut, nothing the server sends is forwarded; connections stay open. */
+  stall(): void;
   restore(): Promise<void>;
   /**
    * The next statement on any connection that changes rows and returns one containing the
@@ -35,6 +37,7 @@ interface LoseAnswer {
 export async function startProxy(targetPort: number): Promise<CuttableProxy> {
   const sockets = new Set<net.Socket>();
   let armed: LoseAnswer | undefined;
+  let stalled = false;
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, '127.0.0.1');
     for (const s of [client, upstream]) {
@@ -48,10 +51,11 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
 
     let pending = Buffer.alloc(0);
     let started = false;
-    // Messages of the statement under way since the last ReadyForQuery, held back while armed.
+    // The result under way, held back while armed (see below).
     const held: Buffer[] = [];
     let doomed: LoseAnswer | undefined;
     upstream.on('data', (chunk: Buffer) => {
+      if (stalled) return;
       pending = Buffer.concat([pending, chunk]);
       if (!started && pending.length > 0) {
         started = true;
@@ -65,7 +69,11 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
         const message = pending.subarray(0, 1 + pending.readInt32BE(1));
         pending = pending.subarray(message.length);
         const type = message[0];
-        if (!armed && !doomed && held.length === 0) {
+        // While armed, a statement's result (its rows and completion, up to ReadyForQuery) is
+        // held back until it is known not to be the one to lose. Everything before a result
+        // passes: a describe step is answered without ReadyForQuery, and the client waits on it.
+        const result = type === DATA_ROW || type === COMMAND_COMPLETE;
+        if (held.length === 0 && !doomed && !(armed && result)) {
           out.push(message);
           continue;
         }
@@ -109,6 +117,7 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
     new Promise<void>((resolve) => {
       server.close(() => resolve());
       armed = undefined;
+      stalled = false;
       for (const s of sockets) s.destroy();
     });
   return {
@@ -119,6 +128,9 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
       return u.toString();
     },
     cut: stop,
+    stall() {
+      stalled = true;
+    },
     restore: () => listen(port),
     loseNextAnswerContaining: (text) =>
       new Promise<void>((done) => {
