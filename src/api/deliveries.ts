@@ -292,6 +292,7 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
       status: status as DeliveryRow['status'] | undefined,
       endpointId: c.req.query('endpoint_id'),
       eventType: c.req.query('event_type'),
+      messageId: c.req.query('message_id'),
       since,
       until,
       cursor: pageCursor(c.req.query('cursor'), 'dlv_'),

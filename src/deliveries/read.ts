@@ -107,6 +107,8 @@ export interface ListFilter {
   status?: DeliveryStatus | undefined;
   endpointId?: string | undefined;
   eventType?: string | undefined;
+  /** The deliveries of one message (its fan-out, the `webhook-id` a partner reports). */
+  messageId?: string | undefined;
   /** ISO 8601 bounds on when the delivery was created. */
   since?: string | undefined;
   until?: string | undefined;
@@ -141,6 +143,7 @@ export async function listDeliveries(
     WHERE ${tenantIs(sql, scope, 'm.tenant_id')}
       ${statusFilter(sql, filter.status)}
       ${filter.eventType ? sql`AND m.event_type = ${filter.eventType}` : sql``}
+      ${filter.messageId ? sql`AND d.message_id = ${filter.messageId}` : sql``}
       ${filter.since ? sql`AND d.created_at >= ${filter.since}::text::timestamptz` : sql``}
       ${filter.until ? sql`AND d.created_at < ${filter.until}::text::timestamptz` : sql``}
       ${filter.endpointId ? sql`AND d.endpoint_id = ${filter.endpointId}` : sql``}

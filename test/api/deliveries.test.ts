@@ -221,6 +221,13 @@ describe('/v1/deliveries (enqueue)', () => {
     assert.deepEqual([...seen].sort().reverse(), seen, 'newest first');
     assert.equal((await t.send('GET', '/v1/deliveries?status=lost')).status, 400);
     assert.equal((await t.send('GET', '/v1/deliveries/dlv_nope')).status, 404);
+    // By message (the webhook-id a partner quotes): exactly that message's deliveries.
+    const [one] = await db.sql<{ message_id: string; n: number }[]>`
+      SELECT message_id, count(*)::int AS n FROM deliveries GROUP BY message_id ORDER BY message_id LIMIT 1`;
+    const byMessage = await (await t.send('GET', `/v1/deliveries?message_id=${one!.message_id}`)).json();
+    assert.equal(byMessage.data.length, one!.n);
+    assert.ok(byMessage.data.every((d: { message_id: string }) => d.message_id === one!.message_id));
+    assert.deepEqual((await (await t.send('GET', '/v1/deliveries?message_id=msg_nope')).json()).data, []);
   });
 
   it('answers 503 with Retry-After when the backlog is over the limit', async () => {

@@ -288,6 +288,13 @@ describe('admin page in Chromium', { skip }, () => {
     await page.getByLabel('Event type').fill('order.paid');
     await page.getByRole('button', { name: 'Search' }).click();
     await hit.waitFor();
+    // By message id (the webhook-id a partner quotes): another message's finds nothing.
+    await page.getByLabel('Message id').fill('msg_nope');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('No delivery matches.').waitFor();
+    await page.getByLabel('Message id').fill('');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await hit.waitFor();
     await shot('ui-deliveries');
     await hit.click();
     const attempts = page.locator('section', { hasText: 'Attempts (3)' }).locator('tbody tr');

@@ -199,6 +199,10 @@ documentRoute({
     endpoint_id: z.string().optional(),
     tenant_id: z.string().optional().meta({ description: "only this tenant's deliveries" }),
     event_type: z.string().optional(),
+    message_id: z
+      .string()
+      .optional()
+      .meta({ description: "one message's deliveries (the webhook-id a partner reports)" }),
     since: z.iso.datetime({ offset: true }).optional().meta({ description: 'created at or after' }),
     until: z.iso.datetime({ offset: true }).optional().meta({ description: 'created before' }),
     ...pageQuery,
