@@ -7,7 +7,13 @@
 import os from 'node:os';
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
-import { MAX_REPLAY_LIMIT, type ReplayFilter, runReplay, startReplay } from '../deliveries/bulk-replay.js';
+import {
+  MAX_REPLAY_LIMIT,
+  type ReplayFilter,
+  type ReplayPace,
+  runReplay,
+  startReplay,
+} from '../deliveries/bulk-replay.js';
 import { ReplayError } from '../deliveries/replay.js';
 import { planResend, type ResendFilter, runResend } from '../deliveries/resend.js';
 import type { Actor } from '../tenants/audit.js';
@@ -91,33 +97,22 @@ async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: bo
     `replaying ${plan.matched} dead letters of ${id} in batches of ${config.replayBatchSize}, at most ` +
       `${config.replayRatePerSecond}/s (about ${seconds} s); Ctrl-C stops after the current batch`,
   );
-  const progress = createProgress(process.stdout, plan.matched, 'replayed');
-  const stop = stopOnSignal();
-  try {
-    const outcome = await runReplay(sql, plan, filter, {
-      batchSize: config.replayBatchSize,
-      ratePerSecond: config.replayRatePerSecond,
-      signal: stop.signal,
-      onProgress: (p) => progress.update(p.replayed + p.skipped, p.skipped ? `(${p.skipped} skipped)` : ''),
-    });
-    progress.finish();
-    if (outcome.state === 'interrupted') {
-      out(
-        `interrupted: replayed ${outcome.replayed} of ${plan.matched}; the rest are still dead letters ` +
-          `(run the same command again to continue). Audit: ${plan.auditId}`,
-      );
-      return 1;
-    }
+  const outcome = await withProgress(config, plan.matched, 'replayed', (pace) =>
+    runReplay(sql, plan, filter, pace),
+  );
+  if (outcome.state === 'interrupted') {
     out(
-      `replayed ${outcome.replayed} of ${plan.matched}` +
-        (outcome.skipped ? `, skipped ${outcome.skipped} (endpoint disabled or no longer dead)` : '') +
-        `; they fall due at most ${config.replayRatePerSecond}/s. Audit: ${plan.auditId}`,
+      `interrupted: replayed ${outcome.replayed} of ${plan.matched}; the rest are still dead letters ` +
+        `(run the same command again to continue). Audit: ${plan.auditId}`,
     );
-    return 0;
-  } finally {
-    progress.finish();
-    stop.release();
+    return 1;
   }
+  out(
+    `replayed ${outcome.replayed} of ${plan.matched}` +
+      (outcome.skipped ? `, skipped ${outcome.skipped} (endpoint disabled or no longer dead)` : '') +
+      `; they fall due at most ${config.replayRatePerSecond}/s. Audit: ${plan.auditId}`,
+  );
+  return 0;
 }
 
 /**
@@ -167,26 +162,15 @@ async function resend(sql: Sql, config: Config, filter: ResendFilter, dryRun: bo
     `resending ${plan.matched} deliveries of ${filter.endpointId} (delivered ones included) in batches of ` +
       `${config.replayBatchSize}, at most ${config.replayRatePerSecond}/s; Ctrl-C stops after the current batch`,
   );
-  const progress = createProgress(process.stdout, plan.matched, 'resent');
-  const stop = stopOnSignal();
-  try {
-    const outcome = await runResend(sql, plan, filter, {
-      batchSize: config.replayBatchSize,
-      ratePerSecond: config.replayRatePerSecond,
-      signal: stop.signal,
-      onProgress: (p) => progress.update(p.replayed + p.skipped, p.skipped ? `(${p.skipped} skipped)` : ''),
-    });
-    progress.finish();
-    if (outcome.state === 'interrupted') {
-      out(`interrupted: resent ${outcome.resent} of ${plan.matched}. Audit: ${plan.auditId}`);
-      return 1;
-    }
-    out(`resent ${outcome.resent} of ${plan.matched}, skipped ${outcome.skipped}. Audit: ${plan.auditId}`);
-    return 0;
-  } finally {
-    progress.finish();
-    stop.release();
+  const outcome = await withProgress(config, plan.matched, 'resent', (pace) =>
+    runResend(sql, plan, filter, pace),
+  );
+  if (outcome.state === 'interrupted') {
+    out(`interrupted: resent ${outcome.resent} of ${plan.matched}. Audit: ${plan.auditId}`);
+    return 1;
   }
+  out(`resent ${outcome.resent} of ${plan.matched}, skipped ${outcome.skipped}. Audit: ${plan.auditId}`);
+  return 0;
 }
 
 export async function runReplayCommand(config: Config, args: ReplayArgs): Promise<number> {
@@ -216,6 +200,31 @@ export async function runReplayCommand(config: Config, args: ReplayArgs): Promis
  * Ctrl-C (or SIGTERM) aborts `signal`, so a paced run stops between batches instead of dying
  * mid-batch; `release()` gives the signals back to their default handling.
  */
+/**
+ * Runs a paced replay or resend at the configured batch size and rate with a progress display;
+ * Ctrl-C stops it after the batch in progress.
+ */
+async function withProgress<T>(
+  config: Config,
+  total: number,
+  verb: string,
+  run: (pace: ReplayPace) => Promise<T>,
+): Promise<T> {
+  const progress = createProgress(process.stdout, total, verb);
+  const stop = stopOnSignal();
+  try {
+    return await run({
+      batchSize: config.replayBatchSize,
+      ratePerSecond: config.replayRatePerSecond,
+      signal: stop.signal,
+      onProgress: (p) => progress.update(p.replayed + p.skipped, p.skipped ? `(${p.skipped} skipped)` : ''),
+    });
+  } finally {
+    progress.finish();
+    stop.release();
+  }
+}
+
 function stopOnSignal(): { signal: AbortSignal; release(): void } {
   const controller = new AbortController();
   const onSignal = () => controller.abort();

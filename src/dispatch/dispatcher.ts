@@ -3,17 +3,17 @@
  * writes results back in batches. No transaction is ever open during an HTTP call: a claim
  * commits before the first request, and results are written after the responses.
  */
-import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
 import { anyLimitedEndpoints, type ClaimedDelivery, claimDue } from '../deliveries/claim.js';
-import { nextDueAt, releaseClaims, releaseUnansweredClaims } from '../deliveries/queue.js';
+import { nextDueAt, releaseClaims } from '../deliveries/queue.js';
 import { nextAttempt, policyFor, type RetryPolicy } from '../deliveries/retry-policy.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
 import { errorFields, type Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { beforeDeadline } from '../util/deadline.js';
+import { attemptHeaders, attemptRecord } from './attempt.js';
 import { CompletionWriter } from './completions.js';
 import { type DispatchEndpoint, EndpointCache, SECRET_UNAVAILABLE } from './endpoint-cache.js';
 import { leaseCoversAttempt } from './lease.js';
@@ -21,7 +21,7 @@ import { LocalQueues } from './local-queues.js';
 import { startMaintenance } from './maintenance.js';
 import { type CircuitChange, createOutcomeHandler } from './outcomes.js';
 import { Sender, type SendResult } from './sender.js';
-import { signatureHeader } from './signing.js';
+import { UnansweredClaims } from './unanswered-claims.js';
 
 export interface DispatcherDeps {
   sql: Sql;
@@ -51,11 +51,6 @@ const BUSY_RECHECK_MS = 20;
 const CLAIM_RETRY_MAX_MS = 1000;
 /** A new rate or concurrency limit is honoured by claims within this long (ms). */
 const LIMITED_RECHECK_MS = 1000;
-/**
- * Lease tokens of failed claims kept to hand back, at most this many (past it the oldest are
- * left to the reaper: an outage long enough to fill it outlasts their leases anyway).
- */
-const MAX_UNANSWERED_CLAIMS = 64;
 
 export class Dispatcher {
   private readonly sender: Sender;
@@ -74,12 +69,8 @@ export class Dispatcher {
   private idleResolvers: (() => void)[] = [];
   /** Whether limited endpoints exist (the claim's slower, locking path), re-checked each second. */
   private limited = { exists: true, checkedAt: 0 };
-  /**
-   * Tokens of claims that failed: the database may have committed one and lost its answer (the
-   * connection died), leaving rows leased to nobody. They are handed back by token as soon as
-   * the database answers again, instead of waiting out the lease.
-   */
-  private unanswered: string[] = [];
+  /** Claims that failed after they were sent: their rows may be leased to nobody. */
+  private readonly unanswered = new UnansweredClaims();
 
   constructor(private readonly deps: DispatcherDeps) {
     const { config } = deps;
@@ -166,19 +157,17 @@ export class Dispatcher {
         await this.waitForCapacity(config.pollIntervalMs);
         continue;
       }
-      let leaseToken: string | undefined;
       try {
-        if (this.unanswered.length > 0) await this.handBackUnanswered();
+        await this.unanswered.handBack(sql, log);
         const limitedEndpoints = await this.limitedEndpointsExist();
         const claimStartedAt = Date.now();
-        leaseToken = randomUUID();
         const claimed = await claimDue(sql, {
           limit: want,
           leaseSeconds: config.leaseSeconds,
           saturated,
           perEndpointLimit: this.local.perEndpointLimit,
           limitedEndpoints,
-          leaseToken,
+          leaseToken: this.unanswered.next(),
         });
         if (failures > 0) log.info({ failures }, 'claiming works again');
         failures = 0;
@@ -186,10 +175,10 @@ export class Dispatcher {
           // Until its rows are in the local queues, a failure (reading their endpoints) hands
           // them back by token; after that they are this process's to send.
           await this.enqueueLocal(claimed, claimStartedAt + config.leaseSeconds * 1000);
-          leaseToken = undefined;
+          this.unanswered.answered();
           continue; // there may be more due right now
         }
-        leaseToken = undefined;
+        this.unanswered.answered();
         const next = await nextDueAt(sql);
         const untilDue = next ? next.getTime() - Date.now() : config.pollIntervalMs;
         // Due rows that the claim did not take belong to saturated or limited endpoints (a
@@ -198,21 +187,13 @@ export class Dispatcher {
         if (untilDue <= 0) await this.waitForCapacity(BUSY_RECHECK_MS);
         else await this.sleep(Math.min(untilDue, config.pollIntervalMs));
       } catch (error) {
-        if (leaseToken) this.unanswered.push(leaseToken);
-        if (this.unanswered.length > MAX_UNANSWERED_CLAIMS) this.unanswered.shift();
+        this.unanswered.failed();
         failures++;
         // One line for the first failure, then at 2, 4, 8 …: an outage must not flood the log.
         if ((failures & (failures - 1)) === 0) log.error({ ...errorFields(error), failures }, 'claim failed');
         await this.sleep(Math.min(CLAIM_RETRY_MAX_MS, 50 * 2 ** failures));
       }
     }
-  }
-
-  private async handBackUnanswered(): Promise<void> {
-    const released = await releaseUnansweredClaims(this.deps.sql, this.unanswered);
-    this.unanswered = [];
-    if (released > 0)
-      this.deps.log.info({ released }, 'handed back deliveries of claims whose answer was lost');
   }
 
   private async limitedEndpointsExist(): Promise<boolean> {
@@ -291,16 +272,7 @@ export class Dispatcher {
       return;
     }
     const startedAt = new Date();
-    const timestamp = Math.floor(startedAt.getTime() / 1000);
-    const headers: Record<string, string> = {
-      ...endpoint.headers,
-      'content-type': 'application/json',
-      'webhook-id': job.messageId,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatureHeader(endpoint.keys, job.messageId, timestamp, job.payload),
-    };
-    // Keyed deliveries carry their number within (endpoint, ordering key): gaps and stale events show.
-    if (job.sequence !== null) headers['hookpost-sequence'] = job.sequence;
+    const headers = attemptHeaders(endpoint, job, Math.floor(startedAt.getTime() / 1000));
     // An endpoint whose secrets cannot be decrypted fails alone, as a retryable attempt that
     // sends nothing: its deliveries back off and its breaker parks them until the key is back.
     const result: SendResult = endpoint.unavailable
@@ -311,29 +283,14 @@ export class Dispatcher {
           error: endpoint.unavailable,
         }
       : await this.sender.send({ url: endpoint.url, headers, body: job.payload });
-    const { outcome } = result;
     // The endpoint's own max_attempts / backoff override the global policy (sql/0007).
-    const decision = nextAttempt(job.attempt, outcome, policyFor(this.policy, endpoint.retry), Math.random);
-    this.completions.add(
-      {
-        deliveryId: job.id,
-        endpointId: job.endpointId,
-        leaseToken: job.leaseToken,
-        attempt: job.attempt,
-        startedAt,
-        durationMs: result.durationMs,
-        statusCode: outcome.statusCode ?? null,
-        // The attempt log keeps three outcomes; a shutdown is a retryable one of class 'shutdown'.
-        outcome: outcome.kind === 'shutdown' ? 'retryable' : outcome.kind,
-        errorClass: outcome.kind === 'success' ? null : outcome.errorClass,
-        error: result.error,
-        snippet: result.snippet,
-        status: decision.status,
-        delayMs: decision.status === 'failed' ? decision.delayMs : 0,
-        keyed: job.sequence !== null,
-      },
-      leaseEndsAt,
+    const decision = nextAttempt(
+      job.attempt,
+      result.outcome,
+      policyFor(this.policy, endpoint.retry),
+      Math.random,
     );
+    this.completions.add(attemptRecord(job, startedAt, result, decision), leaseEndsAt);
   }
 
   /**
@@ -353,31 +310,22 @@ export class Dispatcher {
     // Each step that waits on the database is bounded: one that never answers must not hold
     // the stop (its claims then wait out their leases, like a crash's).
     const stepsEndBy = started + config.shutdownTimeoutMs;
+    const step = (work: Promise<unknown> | undefined, failed: string, fields: object = {}) =>
+      beforeDeadline(
+        work?.catch((error: unknown) => log.warn({ ...errorFields(error), ...fields }, failed)),
+        stepsEndBy,
+      );
     await beforeDeadline(this.loop, stepsEndBy);
-    await beforeDeadline(
-      this.unlisten?.().catch((error: unknown) => log.warn(errorFields(error), 'unlisten failed')),
-      stepsEndBy,
-    );
-    await beforeDeadline(
-      this.endpoints
-        .stop()
-        .catch((error: unknown) => log.warn(errorFields(error), 'stopping the endpoint cache failed')),
-      stepsEndBy,
-    );
+    await step(this.unlisten?.(), 'unlisten failed');
+    await step(this.endpoints.stop(), 'stopping the endpoint cache failed');
     const unsent = this.local.drain().map((q) => q.job);
     let released = 0;
-    await beforeDeadline(
-      releaseClaims(this.deps.sql, unsent).then(
-        (n) => {
-          released = n;
-        },
-        (error: unknown) =>
-          log.warn(
-            { ...errorFields(error), count: unsent.length },
-            'handing back unsent claims failed; their leases will run out',
-          ),
-      ),
-      stepsEndBy,
+    await step(
+      releaseClaims(this.deps.sql, unsent).then((n) => {
+        released = n;
+      }),
+      'handing back unsent claims failed; their leases will run out',
+      { count: unsent.length },
     );
     if (this.inFlight > 0) {
       const idle = new Promise<void>((resolve) => this.idleResolvers.push(resolve));
