@@ -24,7 +24,14 @@ import {
   waitFor,
 } from '../helpers.js';
 import { skipUnlessInstalled } from '../system-binary.js';
-import { launchChromium, measureTransfer, screenshot, type Watched, watchedContext } from './browser.js';
+import {
+  launchChromium,
+  localDateTime,
+  measureTransfer,
+  screenshot,
+  type Watched,
+  watchedContext,
+} from './browser.js';
 
 const skip = skipUnlessInstalled(['chromium'], 'apt-get install -y chromium');
 
@@ -263,6 +270,27 @@ describe('admin page in Chromium', { skip }, () => {
     await page.getByText(/Replay finished: 3 of 3 queued/).waitFor({ timeout: 30_000 });
     const list = (await (await t.send('GET', `/v1/deliveries?endpoint_id=${bulkEndpoint}`)).json()).data;
     for (const d of list) await settled(d.id, 'delivered');
+  });
+
+  it("resends an endpoint's delivered events from its page, with their original webhook-ids", async () => {
+    const receiver = receivers[1]!; // the bulk endpoint's, whose three deliveries are delivered now
+    const before = receiver.requests.length;
+    const ids = new Set(receiver.requests.map((r) => r.headers['webhook-id']));
+    await page.evaluate(`window.location.hash = '#/endpoints/${bulkEndpoint}'`);
+    const form = page.locator('section', { hasText: 'Resend since' });
+    await form.getByLabel('Since').fill(localDateTime(new Date(Date.now() - 3600_000))); // an hour ago
+    await form.getByLabel('Reason').fill('receiver lost its database');
+    await form.getByRole('button', { name: 'Preview (dry run)' }).click();
+    await form.getByText('3 events in the range.').waitFor();
+    assert.equal(receiver.requests.length, before, 'a dry run sends nothing');
+    await form.getByRole('button', { name: 'Resend', exact: true }).click();
+    await form.getByText(/Resend finished: 3 of 3 queued/).waitFor({ timeout: 30_000 });
+    await waitFor('the three resent', () => receiver.requests.length === before + 3);
+    const again = receiver.requests.slice(before).map((r) => r.headers['webhook-id']);
+    assert.deepEqual(new Set(again), ids, 'the same webhook-ids, each once');
+    const [audit] = await db.sql<{ reason: string | null }[]>`
+      SELECT filter->>'reason' AS reason FROM replay_audit ORDER BY created_at DESC LIMIT 1`;
+    assert.equal(audit?.reason, 'receiver lost its database', 'the reason is audited');
   });
 
   it('finds a delivery and lists every attempt of one that failed twice, then succeeded', async () => {

@@ -91,3 +91,8 @@ export async function screenshot(page: Page, dir: string, name: string): Promise
   await page.evaluate("document.getElementById('notice')?.replaceChildren()");
   await page.screenshot({ path: path.join(readme, `${name}.png`) });
 }
+
+/** `date` as a datetime-local control holds it: local time to the minute (the browser shares our zone). */
+export function localDateTime(date: Date): string {
+  return new Date(date.getTime() - date.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+}

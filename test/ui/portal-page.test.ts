@@ -27,7 +27,14 @@ import {
   waitFor,
 } from '../helpers.js';
 import { skipUnlessInstalled } from '../system-binary.js';
-import { launchChromium, measureTransfer, screenshot, type Watched, watchedContext } from './browser.js';
+import {
+  launchChromium,
+  localDateTime,
+  measureTransfer,
+  screenshot,
+  type Watched,
+  watchedContext,
+} from './browser.js';
 
 const skip = skipUnlessInstalled(['chromium'], 'apt-get install -y chromium');
 
@@ -247,6 +254,22 @@ describe('partner portal in Chromium', { skip }, () => {
     await page.locator('tr', { hasText: 'order.created' }).getByRole('link').first().click();
     await page.getByRole('heading', { name: /^Attempts \(1\)$/ }).waitFor();
     await page.getByRole('button', { name: 'Replay' }).waitFor();
+  });
+
+  it("previews a resend of its endpoint's events from the endpoint page (the session key may resend)", async () => {
+    await page.evaluate(`window.location.hash = '#/endpoints/${endpointA}'`);
+    const form = page.locator('section', { hasText: 'Resend since' });
+    const hourAgo = new Date(Date.now() - 3600_000);
+    await form.getByLabel('Since').fill(localDateTime(hourAgo));
+    await form.getByRole('button', { name: 'Preview (dry run)' }).click();
+    const expected = await (
+      await t.send('POST', `/v1/endpoints/${endpointA}/resend`, {
+        since: hourAgo.toISOString(),
+        dry_run: true,
+      })
+    ).json();
+    assert.ok(expected.matched > 0, 'tenant A has events in the last hour');
+    await form.getByText(new RegExp(`^${expected.matched} events? in the range`)).waitFor();
   });
 
   it("cannot reach tenant B's data: the API answers 404 for B's ids", async () => {

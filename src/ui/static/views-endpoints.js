@@ -5,6 +5,7 @@
 import { actionButton, field, h, replace, section, table } from './dom.js';
 import { badge, count, ms, time } from './format.js';
 import { latencyChart } from './latency-chart.js';
+import { resendSection } from './views-resend.js';
 
 const enc = encodeURIComponent;
 
@@ -110,8 +111,8 @@ function definitionList(pairs) {
 }
 
 /**
- * One endpoint: its settings, health and latency chart. `extras(e, rerender)` adds sections before
- * the chart (the portal's edit, rotate, test and delete).
+ * One endpoint: its settings, health, "resend since…" and latency chart. `extras(e, rerender)` adds
+ * sections before the chart (the portal's edit, rotate, test and delete).
  */
 export async function endpointView(ctx, view, id, extras = undefined) {
   const [e, health] = await Promise.all([
@@ -154,6 +155,7 @@ export async function endpointView(ctx, view, id, extras = undefined) {
         ['Samples (24 h)', count(health.sample_count)],
       ]),
     ),
+    resendSection(ctx, e.id),
     extras ? extras(e, rerender) : null,
     section('Latency, last 24 hours', chart),
   );
