@@ -4,11 +4,11 @@
  * by undici's stable `err.code` rather than by message text.
  */
 
-import { EventEmitter } from 'node:events';
 import { Agent } from 'undici';
 import { type AttemptOutcome, isRetryableStatus, parseRetryAfter } from '../deliveries/retry-policy.js';
 import { isPrivateAddress, isPrivateHost } from '../endpoints/targets.js';
 import { DnsCache } from './dns.js';
+import { ResponseReader } from './response-reader.js';
 
 export interface SendRequest {
   url: string;
@@ -37,9 +37,6 @@ export interface SenderOptions {
   /** Longest a DNS answer is cached, whatever its TTL (HOOKPOST_DNS_MAX_TTL_SECONDS). */
   dnsMaxTtlSeconds?: number | undefined;
 }
-
-/** Past this many response bytes we stop reading and drop the connection. */
-const MAX_DRAIN_BYTES = 64 * 1024;
 
 /** Maps an undici/Node error to a stable, payload-free class. */
 export function classifyError(error: unknown, timedOut: boolean, aborted: boolean): AttemptOutcome {
@@ -98,20 +95,6 @@ function outcomeForStatus(status: number, retryAfter: string | undefined): Attem
   return { kind: 'permanent', statusCode: status, errorClass: `http_${status}` };
 }
 
-/**
- * A one-shot abort handle that undici accepts in place of an AbortSignal (it takes any emitter
- * with `aborted` and an 'abort' event). An AbortController per request cost a few percent of
- * dispatcher CPU at 10,000 requests/s.
- */
-class AttemptAbort extends EventEmitter {
-  aborted = false;
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.emit('abort');
-  }
-}
-
 interface Target {
   origin: string;
   path: string;
@@ -138,7 +121,7 @@ function parseTarget(raw: string): Target {
 
 export class Sender {
   private readonly agent: Agent;
-  private readonly inFlight = new Set<AttemptAbort>();
+  private readonly inFlight = new Set<ResponseReader>();
   private aborting = false;
 
   constructor(private readonly options: SenderOptions) {
@@ -170,73 +153,47 @@ export class Sender {
    */
   async send(request: SendRequest): Promise<SendResult> {
     const started = performance.now();
-    const controller = new AttemptAbort();
+    const reader = new ResponseReader(this.options.snippetBytes);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      controller.abort();
+      reader.abort(new Error('attempt deadline'));
     }, this.options.timeoutMs);
-    this.inFlight.add(controller);
+    this.inFlight.add(reader);
     try {
       const target = parseTarget(request.url);
       if (!this.options.allowPrivateTargets && target.privateHost) {
         const blocked = { kind: 'permanent', errorClass: 'private_address_blocked' } as const;
         return this.result(started, blocked, null, 'private address');
       }
-      const response = await this.agent.request({
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers: { ...request.headers, 'user-agent': this.options.userAgent },
-        body: request.body,
-        signal: controller as never,
-      });
-      const snippet = await this.readSnippet(response.body);
-      const retryAfter = response.headers['retry-after'];
-      const outcome = outcomeForStatus(
-        response.statusCode,
-        Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+      this.agent.dispatch(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers: { ...request.headers, 'user-agent': this.options.userAgent },
+          body: request.body,
+        },
+        reader,
       );
+      const response = await reader.done;
+      const outcome = outcomeForStatus(response.statusCode, response.retryAfter);
       const error = outcome.kind === 'success' ? null : `HTTP ${response.statusCode}`;
-      return this.result(started, outcome, snippet, error);
+      return this.result(started, outcome, response.snippet, error);
     } catch (error) {
       const outcome = classifyError(error, timedOut, this.aborting);
       const errorClass = outcome.kind === 'success' ? '' : outcome.errorClass;
       return this.result(started, outcome, null, errorClass);
     } finally {
       clearTimeout(timer);
-      this.inFlight.delete(controller);
+      this.inFlight.delete(reader);
     }
   }
 
   /** Aborts every attempt in progress; each ends with the retryable class `shutdown`. */
   abortAll(): void {
     this.aborting = true;
-    for (const controller of this.inFlight) controller.abort();
-  }
-
-  /** Keeps the first bytes; drains small bodies so the connection is reused, drops huge or endless ones. */
-  private async readSnippet(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
-    const kept: Buffer[] = [];
-    let keptBytes = 0;
-    let total = 0;
-    try {
-      for await (const chunk of body) {
-        if (keptBytes < this.options.snippetBytes) {
-          const part = chunk.subarray(0, this.options.snippetBytes - keptBytes);
-          kept.push(part);
-          keptBytes += part.length;
-        }
-        total += chunk.length;
-        if (total > MAX_DRAIN_BYTES) break;
-      }
-    } catch {
-      // The deadline or a reset cut the body short: the status line already answered.
-    } finally {
-      if (total > MAX_DRAIN_BYTES) body.destroy();
-    }
-    // PostgreSQL text cannot hold NUL; a partner's binary error page must not break the write.
-    return Buffer.concat(kept).toString('utf8').replaceAll('\u0000', '');
+    for (const reader of this.inFlight) reader.abort(new Error('shutdown'));
   }
 
   private result(
