@@ -56,7 +56,7 @@ export async function removeSettledBatch(
     gone AS (DELETE FROM deliveries d USING doomed WHERE d.id = doomed.id RETURNING d.id),
     replays AS (DELETE FROM replayed_deliveries r USING gone WHERE r.delivery_id = gone.id),
     -- All parts of one statement see the same snapshot, so the deliveries deleted above still
-    -- show here: they are excluded by id. The foreign key is checked at the end of the statement,
+    -- show here: they are excluded by id. The reference check (sql/0010) runs at the end of the statement,
     -- when they are gone.
     msgs AS (
       DELETE FROM messages m USING w WHERE m.id = w.id
