@@ -72,6 +72,8 @@ async function settle(
   opsEventsPerMinute: number,
 ): Promise<Set<string>> {
   const col = <K extends keyof CompletedAttempt>(key: K) => results.map((r) => r[key]);
+  // What the deliveries update needs of a result, returned by each branch that takes it (owned).
+  const outcome = sql`r.fate, r.status, r.attempt, r.status_code, r.error_class, r.error, r.duration_ms`;
   const rows = await sql<{ id: string; key_endpoint_id: string | null; ordering_key: string | null }[]>`
     WITH r AS (
       SELECT t.*,
@@ -99,7 +101,7 @@ async function settle(
       DELETE FROM delivery_queue q USING r
       WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token
         AND (r.status <> 'failed' OR r.fate = 'cancel')
-      RETURNING q.delivery_id, q.endpoint_id, q.ordering_key
+      RETURNING q.delivery_id, q.endpoint_id, q.ordering_key, ${outcome}
     ),
     retried AS (
       UPDATE delivery_queue q SET
@@ -108,7 +110,7 @@ async function settle(
       FROM r
       WHERE q.delivery_id = r.delivery_id AND q.lease_token = r.lease_token AND r.status = 'failed'
         AND r.fate <> 'cancel'
-      RETURNING q.delivery_id
+      RETURNING q.delivery_id, NULL::text AS endpoint_id, NULL::text AS ordering_key, ${outcome}
     ),
     -- Late successes on rows nobody holds: requeued by the reaper and not claimed since (same
     -- attempt count, no lease), or dead-lettered by it as lease_expired (no queue row left).
@@ -116,34 +118,36 @@ async function settle(
       DELETE FROM delivery_queue q USING r
       WHERE q.delivery_id = r.delivery_id AND r.status = 'delivered' AND q.lease_token IS DISTINCT FROM r.lease_token
         AND q.lease_expires_at IS NULL AND q.attempt_count = r.attempt
-      RETURNING q.delivery_id, q.endpoint_id, q.ordering_key
+      RETURNING q.delivery_id, q.endpoint_id, q.ordering_key, ${outcome}
     ),
     rescued_dead AS (
-      SELECT d.id AS delivery_id FROM deliveries d JOIN r ON r.delivery_id = d.id
+      SELECT d.id AS delivery_id, NULL::text AS endpoint_id, NULL::text AS ordering_key, ${outcome}
+      FROM deliveries d JOIN r ON r.delivery_id = d.id
       WHERE r.status = 'delivered' AND d.status = 'dead_letter' AND d.last_error_class = 'lease_expired'
         AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.delivery_id = d.id)
     ),
-    -- settled keyed rows name their key: its next delivery is released below (ordering.ts)
+    -- settled keyed rows name their key: its next delivery is released below (ordering.ts).
+    -- Each branch carries its result's columns, so the update below joins deliveries by primary
+    -- key alone: joining r again was planned as a nested loop over both (the planner cannot see
+    -- an unnest's length), quadratic in the batch size.
     owned AS (
-      SELECT delivery_id, endpoint_id, ordering_key FROM settled
-      UNION ALL SELECT delivery_id, NULL, NULL FROM retried
-      UNION ALL SELECT delivery_id, endpoint_id, ordering_key FROM rescued_waiting
-      UNION ALL SELECT delivery_id, NULL, NULL FROM rescued_dead
+      SELECT * FROM settled UNION ALL SELECT * FROM retried
+      UNION ALL SELECT * FROM rescued_waiting UNION ALL SELECT * FROM rescued_dead
     ),
     done AS (
     UPDATE deliveries d SET
-      status = CASE WHEN r.fate = 'cancel' THEN 'cancelled' ELSE r.status END,
-      attempt_count = r.attempt,
-      last_status_code = r.status_code,
-      last_error_class = r.error_class,
-      last_error = r.error,
-      last_duration_ms = r.duration_ms,
-      delivered_at = CASE WHEN r.status = 'delivered' THEN now() ELSE d.delivered_at END,
+      status = CASE WHEN o.fate = 'cancel' THEN 'cancelled' ELSE o.status END,
+      attempt_count = o.attempt,
+      last_status_code = o.status_code,
+      last_error_class = o.error_class,
+      last_error = o.error,
+      last_duration_ms = o.duration_ms,
+      delivered_at = CASE WHEN o.status = 'delivered' THEN now() ELSE d.delivered_at END,
       -- NULL stays NULL on the hot path (HOT update); only a rescued dead letter loses its dead_at
-      dead_at = CASE WHEN r.status = 'dead_letter' THEN now() WHEN r.status = 'delivered' THEN NULL ELSE d.dead_at END,
+      dead_at = CASE WHEN o.status = 'dead_letter' THEN now() WHEN o.status = 'delivered' THEN NULL ELSE d.dead_at END,
       updated_at = now()
-    FROM r JOIN owned o ON o.delivery_id = r.delivery_id
-    WHERE d.id = r.delivery_id
+    FROM owned o
+    WHERE d.id = o.delivery_id
     RETURNING d.id, d.status, d.endpoint_id, d.message_id, d.attempt_count, d.last_status_code, d.last_error_class,
       o.endpoint_id AS key_endpoint_id, o.ordering_key
     ),
