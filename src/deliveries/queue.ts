@@ -21,6 +21,9 @@ function deadLetterRows(sql: Executor, settled: Fragment): Fragment {
     WHERE x.status = 'dead_letter'`;
 }
 
+/** PostgreSQL type oid of boolean, for postgres.js array parameters (it sends a JS boolean[] untyped). */
+const BOOL = 16;
+
 export interface CompletedAttempt {
   deliveryId: string;
   endpointId: string;
@@ -38,6 +41,12 @@ export interface CompletedAttempt {
   delayMs: number;
   /** The delivery has an ordering key: the batch settles and releases its keys in one transaction. */
   keyed?: boolean;
+  /**
+   * Whether the reaper may have taken this claim back before the result is written (its lease is
+   * near or past its end; lease.ts). Only then are the two late-success lookups below run; unset
+   * counts as true.
+   */
+  mayBeLate?: boolean;
 }
 
 /**
@@ -87,9 +96,12 @@ async function settle(
         ${col('attempt')}::int[], ${results.map((r) => r.startedAt.toISOString())}::timestamptz[],
         ${col('durationMs')}::int[], ${col('statusCode')}::int[], ${col('outcome')}::text[],
         ${col('errorClass')}::text[], ${col('error')}::text[], ${col('snippet')}::text[],
-        ${col('status')}::text[], ${col('delayMs')}::float8[]
+        ${col('status')}::text[], ${col('delayMs')}::float8[], ${sql.array(
+          results.map((r) => r.mayBeLate !== false),
+          BOOL,
+        )}::bool[]
       ) AS t(delivery_id, endpoint_id, lease_token, attempt, started_at, duration_ms, status_code, outcome,
-             error_class, error, snippet, status, delay_ms)
+             error_class, error, snippet, status, delay_ms, may_be_late)
     ),
     logged AS (
       INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, started_at, duration_ms, status_code,
@@ -112,18 +124,20 @@ async function settle(
         AND r.fate <> 'cancel'
       RETURNING q.delivery_id, NULL::text AS endpoint_id, NULL::text AS ordering_key, ${outcome}
     ),
-    -- Late successes on rows nobody holds: requeued by the reaper and not claimed since (same
+    -- Late successes on rows nobody holds (looked up only for results written near or past their
+    -- lease's end: a result well inside its lease cannot have been taken back): requeued by the reaper and not claimed since (same
     -- attempt count, no lease), or dead-lettered by it as lease_expired (no queue row left).
     rescued_waiting AS (
       DELETE FROM delivery_queue q USING r
-      WHERE q.delivery_id = r.delivery_id AND r.status = 'delivered' AND q.lease_token IS DISTINCT FROM r.lease_token
+      WHERE q.delivery_id = r.delivery_id AND r.status = 'delivered' AND r.may_be_late
+        AND q.lease_token IS DISTINCT FROM r.lease_token
         AND q.lease_expires_at IS NULL AND q.attempt_count = r.attempt
       RETURNING q.delivery_id, q.endpoint_id, q.ordering_key, ${outcome}
     ),
     rescued_dead AS (
       SELECT d.id AS delivery_id, NULL::text AS endpoint_id, NULL::text AS ordering_key, ${outcome}
       FROM deliveries d JOIN r ON r.delivery_id = d.id
-      WHERE r.status = 'delivered' AND d.status = 'dead_letter' AND d.last_error_class = 'lease_expired'
+      WHERE r.status = 'delivered' AND r.may_be_late AND d.status = 'dead_letter' AND d.last_error_class = 'lease_expired'
         AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.delivery_id = d.id)
     ),
     -- settled keyed rows name their key: its next delivery is released below (ordering.ts).

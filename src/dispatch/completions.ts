@@ -17,6 +17,7 @@ import { recordStoredAttempts } from '../metrics/delivery-metrics.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { DEFAULT_OPS_EVENTS_PER_MINUTE } from '../ops-events/events.js';
 import { beforeDeadline } from '../util/deadline.js';
+import { resultMayBeLate } from './lease.js';
 
 /**
  * The most results kept while they cannot be written. The claim loop stops claiming while the
@@ -93,6 +94,9 @@ export class CompletionWriter {
     let failures = 0;
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, this.maxBatch);
+      const writeAt = Date.now();
+      // A success tried again after it was not applied is always looked up as a late one.
+      for (const p of batch) p.result.mayBeLate = p.retriedLate || resultMayBeLate(writeAt, p.leaseEndsAt);
       const results = batch.map((p) => p.result);
       try {
         const applied = await completeAttempts(this.sql, results, this.opsEventsPerMinute);

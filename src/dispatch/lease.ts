@@ -19,3 +19,16 @@ export function leaseCoversAttempt(
   const writeMarginMs = Math.min(1000, (leaseSeconds * 1000) / 10);
   return now + requestTimeoutMs + writeMarginMs <= leaseEndsAt;
 }
+
+/**
+ * How close to its lease's end (ms) a result must be written before the completion also looks
+ * for the rare late success (the reaper took the row back while the result could not be written).
+ * Wide, because the local clock can step and a statement can wait before it runs: a result judged
+ * on time wrongly is not lost, only its delivery is sent again with the same webhook-id.
+ */
+export const LATE_RESULT_MARGIN_MS = 5_000;
+
+/** Whether a result written at `now` (ms) may find its claim already taken back by the reaper. */
+export function resultMayBeLate(now: number, leaseEndsAt: number): boolean {
+  return now + LATE_RESULT_MARGIN_MS >= leaseEndsAt;
+}

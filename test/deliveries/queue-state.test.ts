@@ -178,4 +178,20 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
     const [left] = await db.sql`SELECT count(*)::int AS n FROM delivery_queue WHERE endpoint_id = ${ep}`;
     assert.equal(left!.n, 0, 'the requeued row is settled, not sent again');
   });
+
+  it('a result written well inside its lease skips the late-success lookups (mayBeLate: false)', async () => {
+    const ep = await endpointWith(1);
+    const [a] = await claimAll(ep, 0.05);
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(await reapExpiredLeases(db.sql, 8), { requeued: 1, deadLettered: 0, cancelled: 0 });
+    // Judged on time (wrongly, here): the requeued row is left to be sent again, not settled.
+    const onTime = { ...result(a!, 'delivered'), mayBeLate: false };
+    assert.equal((await completeAttempts(db.sql, [onTime])).size, 0);
+    const [waiting] = await db.sql`SELECT count(*)::int AS n FROM delivery_queue WHERE endpoint_id = ${ep}`;
+    assert.equal(waiting!.n, 1);
+    // The writer tries a success that was not applied once more as a late one: then it counts.
+    assert.equal((await completeAttempts(db.sql, [{ ...onTime, mayBeLate: true }])).size, 1);
+    const [row] = await db.sql`SELECT status FROM deliveries WHERE id = ${a!.id}`;
+    assert.equal(row!.status, 'delivered');
+  });
 });

@@ -1,7 +1,7 @@
 /** The dispatcher's local buffer (dispatch/local-queues.ts), directly: no database, no clock. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { leaseCoversAttempt } from '../../src/dispatch/lease.js';
+import { LATE_RESULT_MARGIN_MS, leaseCoversAttempt, resultMayBeLate } from '../../src/dispatch/lease.js';
 import { LocalQueues } from '../../src/dispatch/local-queues.js';
 
 /** Takes until nothing is takeable; returns the endpoint of each item taken, in order. */
@@ -79,5 +79,11 @@ describe('lease cover', () => {
     // short test leases keep a tenth of the lease for the write
     assert.equal(leaseCoversAttempt(1_700, 3_000, 1_000, 3), true);
     assert.equal(leaseCoversAttempt(1_701, 3_000, 1_000, 3), false);
+  });
+
+  it('a result is looked up as a possibly late success only near or past its lease end', () => {
+    assert.equal(resultMayBeLate(60_000 - LATE_RESULT_MARGIN_MS - 1, 60_000), false);
+    assert.equal(resultMayBeLate(60_000 - LATE_RESULT_MARGIN_MS, 60_000), true);
+    assert.equal(resultMayBeLate(90_000, 60_000), true);
   });
 });
