@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ROUTE_SCOPES } from '../../src/api/route-scopes.js';
 import { SCOPES } from '../../src/tenants/scope.js';
-import { createTestApp, createTestDatabase, keySender, type TestDatabase } from '../helpers.js';
+import { createTestApp, createTestDatabase, keySender, type TestDatabase, waitFor } from '../helpers.js';
 
 describe('scopes', () => {
   let db: TestDatabase;
@@ -81,7 +81,13 @@ describe('scopes', () => {
     const key = await keySender(t, { scopes: ['deliveries:read'], tenant_id: 'lister' });
     await key.send('GET', '/v1/deliveries');
     await key.send('GET', '/v1/deliveries');
-    const list = await (await t.send('GET', '/v1/api-keys?limit=500')).json();
+    // The use is recorded after the answer (never delaying a request), so it can land a moment later.
+    const list = await waitFor('last_used_at written on first use', async () => {
+      const page = await (await t.send('GET', '/v1/api-keys?limit=500')).json();
+      return page.data.find((k: { id: string; last_used_at: string | null }) => k.id === key.id)?.last_used_at
+        ? page
+        : undefined;
+    });
     const row = list.data.find((k: { id: string }) => k.id === key.id);
     assert.equal(row.tenant_id, 'lister');
     assert.deepEqual(row.scopes, ['deliveries:read']);
