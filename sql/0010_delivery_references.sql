@@ -15,25 +15,21 @@ ALTER TABLE deliveries
   DROP CONSTRAINT deliveries_message_id_fkey,
   DROP CONSTRAINT deliveries_endpoint_id_fkey;
 
-CREATE FUNCTION hookpost_deleted_messages_unreferenced() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One check for both: TG_ARGV[0] names the deliveries column that points at the deleted rows.
+CREATE FUNCTION hookpost_deleted_rows_unreferenced() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  referenced boolean;
 BEGIN
-  IF EXISTS (SELECT 1 FROM gone g JOIN deliveries d ON d.message_id = g.id) THEN
-    RAISE EXCEPTION 'a deleted message still has deliveries'
-      USING ERRCODE = 'foreign_key_violation', TABLE = 'deliveries';
-  END IF;
-  RETURN NULL;
-END $$;
-
-CREATE FUNCTION hookpost_deleted_endpoints_unreferenced() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF EXISTS (SELECT 1 FROM gone g JOIN deliveries d ON d.endpoint_id = g.id) THEN
-    RAISE EXCEPTION 'a deleted endpoint still has deliveries'
+  EXECUTE format('SELECT EXISTS (SELECT 1 FROM gone g JOIN deliveries d ON d.%I = g.id)', TG_ARGV[0])
+    INTO referenced;
+  IF referenced THEN
+    RAISE EXCEPTION 'a deleted % still has deliveries', TG_TABLE_NAME
       USING ERRCODE = 'foreign_key_violation', TABLE = 'deliveries';
   END IF;
   RETURN NULL;
 END $$;
 
 CREATE TRIGGER messages_deleted_unreferenced AFTER DELETE ON messages
-  REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION hookpost_deleted_messages_unreferenced();
+  REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION hookpost_deleted_rows_unreferenced('message_id');
 CREATE TRIGGER endpoints_deleted_unreferenced AFTER DELETE ON endpoints
-  REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION hookpost_deleted_endpoints_unreferenced();
+  REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION hookpost_deleted_rows_unreferenced('endpoint_id');

@@ -197,10 +197,6 @@ export async function runReplayCommand(config: Config, args: ReplayArgs): Promis
 }
 
 /**
- * Ctrl-C (or SIGTERM) aborts `signal`, so a paced run stops between batches instead of dying
- * mid-batch; `release()` gives the signals back to their default handling.
- */
-/**
  * Runs a paced replay or resend at the configured batch size and rate with a progress display;
  * Ctrl-C stops it after the batch in progress.
  */
@@ -225,6 +221,10 @@ async function withProgress<T>(
   }
 }
 
+/**
+ * Ctrl-C (or SIGTERM) aborts `signal`, so a paced run stops between batches instead of dying
+ * mid-batch; `release()` gives the signals back to their default handling.
+ */
 function stopOnSignal(): { signal: AbortSignal; release(): void } {
   const controller = new AbortController();
   const onSignal = () => controller.abort();

@@ -124,9 +124,10 @@ async function settle(
         AND r.fate <> 'cancel'
       RETURNING q.delivery_id, NULL::text AS endpoint_id, NULL::text AS ordering_key, ${outcome}
     ),
-    -- Late successes on rows nobody holds (looked up only for results written near or past their
-    -- lease's end: a result well inside its lease cannot have been taken back): requeued by the reaper and not claimed since (same
+    -- Late successes on rows nobody holds: requeued by the reaper and not claimed since (same
     -- attempt count, no lease), or dead-lettered by it as lease_expired (no queue row left).
+    -- Looked up only for results written near or past their lease's end (may_be_late): a result
+    -- well inside its lease cannot have been taken back.
     rescued_waiting AS (
       DELETE FROM delivery_queue q USING r
       WHERE q.delivery_id = r.delivery_id AND r.status = 'delivered' AND r.may_be_late
@@ -137,7 +138,8 @@ async function settle(
     rescued_dead AS (
       SELECT d.id AS delivery_id, NULL::text AS endpoint_id, NULL::text AS ordering_key, ${outcome}
       FROM deliveries d JOIN r ON r.delivery_id = d.id
-      WHERE r.status = 'delivered' AND r.may_be_late AND d.status = 'dead_letter' AND d.last_error_class = 'lease_expired'
+      WHERE r.status = 'delivered' AND r.may_be_late
+        AND d.status = 'dead_letter' AND d.last_error_class = 'lease_expired'
         AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.delivery_id = d.id)
     ),
     -- settled keyed rows name their key: its next delivery is released below (ordering.ts).

@@ -38,20 +38,12 @@ describe('a claim whose answer was lost', () => {
     );
   });
   after(async () => {
-    const t0 = Date.now();
-    const step = (what: string) => console.log(`# after: ${what} ${Date.now() - t0}`);
     await proxy.restore().catch(() => {});
-    step('restored');
     await dispatcher.stop();
-    step('dispatcher stopped');
     await dispatchSql.end({ timeout: 1 });
-    step('sql ended');
     await proxy.close();
-    step('proxy closed');
     await receiver.close();
-    step('receiver closed');
     await db.drop();
-    step('dropped');
   });
 
   const leased = async (endpointId: string) => {
