@@ -8,7 +8,7 @@ import type { Executor, Fragment, Sql } from '../db/connect.js';
 import { utf8Server } from '../db/encoding.js';
 import { newId } from '../ids.js';
 import { DEFAULT_TENANT, type TenantScope, tenantIs } from '../tenants/scope.js';
-import { type OrderingKey, releaseHeads } from './ordering.js';
+import { numberedByKey, type OrderingKey, releaseHeads } from './ordering.js';
 import { initialAt } from './queue-state.js';
 
 export interface EnqueueItem {
@@ -113,6 +113,10 @@ export interface Producer extends TenantScope {
  */
 export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]): Promise<EnqueueResult[]> {
   const ids = items.map(() => newId('msg_'));
+  // An explicit endpoint gets exactly one delivery, so its id is made here (cheaper than in SQL).
+  const deliveryIds = items.map((i) => (i.endpointId === null ? null : newId('dlv_')));
+  // Without ordering keys the batch needs no sequence numbers: the statement leaves that part out.
+  const keyed = items.some((i) => i.orderingKey !== null);
   const hashes = items.map(requestHash);
   const packed = packPayloads(items.map((i) => i.payload));
   // Tenants the request named, created on first use (a live one costs an index probe).
@@ -131,9 +135,9 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
           ${items.map((i) => i.eventId)}::text[],
           ${items.map((i) => i.idempotencyKey)}::text[], ${items.map((i) => i.orderingKey)}::text[],
           ${items.map((i) => i.endpointId)}::text[], ${tx.array(hashes, BYTEA)}::bytea[],
-          ${packed.offsets}::int[], ${packed.lengths}::int[]
+          ${packed.offsets}::int[], ${packed.lengths}::int[], ${deliveryIds}::text[]
         ) WITH ORDINALITY AS t(id, tenant_id, event_type, event_id, idempotency_key, ordering_key, endpoint_id,
-               request_hash, payload_offset, payload_length, ord)
+               request_hash, payload_offset, payload_length, delivery_id, ord)
       ),
       -- Named tenants are created, or brought back when deleted. Never ON CONFLICT DO UPDATE:
       -- that locks the existing row even when its WHERE is false, and would serialise every
@@ -156,52 +160,48 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
         RETURNING id, tenant_id, event_type, endpoint_id, ordering_key
       ),
       targets AS (
-        SELECT hookpost_id('dlv_') AS id, t.* FROM (
+        -- An explicit endpoint's delivery takes the id made for it in JavaScript (numbered, below);
+        -- only a fan-out, whose count is known here alone, makes its ids in the database.
+        SELECT i.id AS message_id, e.id AS endpoint_id, i.ordering_key, NULL::text AS id
+        FROM inserted i JOIN endpoints e
           -- Explicit endpoints were checked and share-locked above: a racing delete waits for
           -- this commit, then cancels what it finds queued (nothing is left stuck).
-          SELECT i.id AS message_id, e.id AS endpoint_id, e.enabled, i.ordering_key FROM inserted i JOIN endpoints e
-            ON e.id = i.endpoint_id AND e.deleted_at IS NULL
-          UNION ALL
-          -- Fan-out: one GIN lookup of the tenant's subscription keys (sql/0005_tenants.sql); the
-          -- tenant comparison repeats what the keys already guarantee.
-          SELECT i.id, e.id, true, i.ordering_key FROM inserted i JOIN endpoints e
-            ON hookpost_subscription_keys(e.tenant_id, e.event_types) && hookpost_event_match_keys(i.tenant_id, i.event_type)
-            AND e.deleted_at IS NULL AND e.enabled AND e.tenant_id = i.tenant_id
-          WHERE i.endpoint_id IS NULL
-        ) t
+          ON e.id = i.endpoint_id AND e.deleted_at IS NULL
+        UNION ALL
+        -- Fan-out: one GIN lookup of the tenant's subscription keys (sql/0005_tenants.sql); the
+        -- tenant comparison repeats what the keys already guarantee.
+        SELECT i.id, e.id, i.ordering_key, hookpost_id('dlv_') FROM inserted i JOIN endpoints e
+          ON hookpost_subscription_keys(e.tenant_id, e.event_types) && hookpost_event_match_keys(i.tenant_id, i.event_type)
+          AND e.deleted_at IS NULL AND e.enabled AND e.tenant_id = i.tenant_id
+        WHERE i.endpoint_id IS NULL
       ),
-      -- Sequence numbers (ordering.ts): each (endpoint, key) of the batch takes its count of
-      -- numbers in one upsert, whose row lock also serialises this key's enqueues and head
-      -- releases until commit; sorted, so concurrent batches lock keys in one order.
-      key_counts AS (
-        SELECT endpoint_id, ordering_key, count(*) AS n FROM targets WHERE ordering_key IS NOT NULL
-        GROUP BY endpoint_id, ordering_key
-      ),
-      numbers AS (
-        INSERT INTO ordering_keys (endpoint_id, ordering_key, last_sequence)
-        SELECT endpoint_id, ordering_key, n FROM key_counts ORDER BY endpoint_id, ordering_key
-        ON CONFLICT (endpoint_id, ordering_key) DO UPDATE SET last_sequence = ordering_keys.last_sequence + excluded.last_sequence
-        RETURNING endpoint_id, ordering_key, last_sequence
-      ),
-      numbered AS (
-        SELECT t.*, n.last_sequence - count(*) OVER w + row_number() OVER (w ORDER BY i.ord) AS sequence
+      ${
+        keyed
+          ? numberedByKey(tx)
+          : tx`numbered AS (
+        SELECT coalesce(t.id, i.delivery_id) AS id, t.message_id, t.endpoint_id, t.ordering_key, NULL::bigint AS sequence
         FROM targets t JOIN input i ON i.id = t.message_id
-        LEFT JOIN numbers n ON n.endpoint_id = t.endpoint_id AND n.ordering_key = t.ordering_key
-        WINDOW w AS (PARTITION BY t.endpoint_id, t.ordering_key)
-      ),
+      ),`
+      }
       created AS (
         INSERT INTO deliveries (id, message_id, endpoint_id, sequence)
         SELECT id, message_id, endpoint_id, sequence FROM numbered
         RETURNING id, message_id, endpoint_id, status
+      ),
+      -- Where each endpoint's new rows start, looked up once per endpoint of the batch (MATERIALIZED:
+      -- inlined, the planner would evaluate the lookup per row again).
+      starts AS MATERIALIZED (
+        SELECT u.endpoint_id, ${initialAt(tx, tx`u.endpoint_id`, tx`now()`)} AS at
+        FROM (SELECT DISTINCT endpoint_id FROM numbered) u
       ),
       -- Due now, or parked when the endpoint is disabled or its circuit open (queue-state.ts);
       -- a keyed row starts held, and the release below makes its key's head due.
       queued AS (
         INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, ordering_key, sequence, held)
         SELECT t.id, t.endpoint_id, t.message_id,
-          CASE WHEN t.ordering_key IS NULL THEN ${initialAt(tx, tx`t.endpoint_id`, tx`now()`)} ELSE 'infinity' END,
+          CASE WHEN t.ordering_key IS NULL THEN s.at ELSE 'infinity' END,
           t.ordering_key, t.sequence, t.ordering_key IS NOT NULL
-        FROM numbered t
+        FROM numbered t JOIN starts s ON s.endpoint_id = t.endpoint_id
       )
       SELECT i.id AS message_id, c.id AS delivery_id, c.endpoint_id, c.status
       FROM inserted i LEFT JOIN created c ON c.message_id = i.id`;

@@ -5,7 +5,7 @@
  * (delivered, dead_letter, cancelled) the next one is released here. Why it is race-free and
  * what it costs: docs/architecture.md ("Ordering keys").
  */
-import type { Executor, Sql } from '../db/connect.js';
+import type { Executor, Fragment, Sql } from '../db/connect.js';
 import { initialAt } from './queue-state.js';
 import { WAKEUP_CHANNEL } from './wakeup.js';
 
@@ -112,4 +112,31 @@ export async function releaseStrandedHeads(
   const next =
     rows.length < limit || !last ? null : { endpointId: last.endpoint_id, orderingKey: last.ordering_key };
   return { released, next };
+}
+
+/**
+ * The enqueue's CTEs that number a batch's keyed deliveries (over its `targets` and `input`),
+ * ending in `numbered`: the targets with their ids and sequence numbers. Each (endpoint, key) of
+ * the batch takes its count of numbers in one upsert, whose row lock also serialises this key's enqueues and head releases until commit;
+ * sorted, so concurrent batches lock keys in one order.
+ */
+export function numberedByKey(tx: Executor): Fragment {
+  return tx`
+      key_counts AS (
+        SELECT endpoint_id, ordering_key, count(*) AS n FROM targets WHERE ordering_key IS NOT NULL
+        GROUP BY endpoint_id, ordering_key
+      ),
+      numbers AS (
+        INSERT INTO ordering_keys (endpoint_id, ordering_key, last_sequence)
+        SELECT endpoint_id, ordering_key, n FROM key_counts ORDER BY endpoint_id, ordering_key
+        ON CONFLICT (endpoint_id, ordering_key) DO UPDATE SET last_sequence = ordering_keys.last_sequence + excluded.last_sequence
+        RETURNING endpoint_id, ordering_key, last_sequence
+      ),
+      numbered AS (
+        SELECT coalesce(t.id, i.delivery_id) AS id, t.message_id, t.endpoint_id, t.ordering_key,
+          n.last_sequence - count(*) OVER w + row_number() OVER (w ORDER BY i.ord) AS sequence
+        FROM targets t JOIN input i ON i.id = t.message_id
+        LEFT JOIN numbers n ON n.endpoint_id = t.endpoint_id AND n.ordering_key = t.ordering_key
+        WINDOW w AS (PARTITION BY t.endpoint_id, t.ordering_key)
+      ),`;
 }

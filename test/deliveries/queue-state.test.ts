@@ -157,6 +157,28 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
     await releaseClaims(db.sql, await claimAll(ep));
   });
 
+  it('one batch to an open circuit, a disabled endpoint and a healthy one: each row starts as its endpoint says', async () => {
+    // The enqueue looks each endpoint's start up once per batch; mixed in one batch, no endpoint's
+    // state may leak onto another's rows.
+    const [open, disabled, healthy] = [await endpointWith(0), await endpointWith(0), await endpointWith(0)];
+    await db.sql`
+      UPDATE endpoint_health SET state = 'open', opened_at = now(), cooldown_seconds = 300 WHERE endpoint_id = ${open}`;
+    assert.equal((await patch(disabled, { enabled: false })).status, 200);
+    const items = [open, disabled, healthy, open, healthy].map((endpoint_id, i) => ({
+      endpoint_id,
+      event_type: 'x',
+      payload: { i },
+    }));
+    assert.equal((await t.send('POST', '/v1/deliveries/batch', { items })).status, 202);
+    const rows = await db.sql<{ endpoint_id: string; n: number; parked: number }[]>`
+      SELECT endpoint_id, count(*)::int AS n, count(*) FILTER (WHERE next_attempt_at = 'infinity')::int AS parked
+      FROM delivery_queue WHERE endpoint_id IN (${open}, ${disabled}, ${healthy}) GROUP BY endpoint_id`;
+    const byEndpoint = new Map(rows.map((r) => [r.endpoint_id, [r.n, r.parked]]));
+    assert.deepEqual(byEndpoint.get(open), [2, 2], 'open circuit: both parked');
+    assert.deepEqual(byEndpoint.get(disabled), [1, 1], 'disabled: parked');
+    assert.deepEqual(byEndpoint.get(healthy), [2, 0], 'healthy: both due');
+  });
+
   it('a success recorded after the reaper took the lease back still counts: never a dead letter', async () => {
     const ep = await endpointWith(2);
     const [a, b] = await claimAll(ep, 0.05);
