@@ -6,7 +6,7 @@ import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { Executor, Fragment, Sql } from '../db/connect.js';
 import { utf8Server } from '../db/encoding.js';
-import { newId } from '../ids.js';
+import { newIds } from '../ids.js';
 import { DEFAULT_TENANT, type TenantScope, tenantIs } from '../tenants/scope.js';
 import { numberedByKey, type OrderingKey, releaseHeads } from './ordering.js';
 import { initialAt } from './queue-state.js';
@@ -112,9 +112,11 @@ export interface Producer extends TenantScope {
  * nothing is written. Resolves only after COMMIT, so a 2xx means the rows are on disk.
  */
 export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]): Promise<EnqueueResult[]> {
-  const ids = items.map(() => newId('msg_'));
+  const ids = newIds('msg_', items.length);
   // An explicit endpoint gets exactly one delivery, so its id is made here (cheaper than in SQL).
-  const deliveryIds = items.map((i) => (i.endpointId === null ? null : newId('dlv_')));
+  const explicitIds = newIds('dlv_', items.filter((i) => i.endpointId !== null).length);
+  let nextExplicit = 0;
+  const deliveryIds = items.map((i) => (i.endpointId === null ? null : explicitIds[nextExplicit++]!));
   // Without ordering keys the batch needs no sequence numbers: the statement leaves that part out.
   const keyed = items.some((i) => i.orderingKey !== null);
   const hashes = items.map(requestHash);
