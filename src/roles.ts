@@ -144,6 +144,7 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
     const dispatchSql = connect(database.url, {
       max: 8,
       asyncCommit: true,
+      genericPlans: true,
       applicationName: 'hookpost-dispatcher',
     });
     const dispatcher = new Dispatcher({

@@ -18,6 +18,13 @@ export interface ConnectOptions {
    * not answered), a request is answered 503 within 2 s instead of ten.
    */
   connectTimeoutSeconds?: number;
+  /**
+   * Plan each prepared statement once per connection (plan_cache_mode = force_generic_plan)
+   * instead of letting PostgreSQL re-plan it per execution: for the dispatcher's fixed-shape
+   * batch statements, whose plans do not depend on their parameters (docs/architecture.md,
+   * "Generic plans").
+   */
+  genericPlans?: boolean;
 }
 
 /** Opens a pool. Notices are dropped: they are noise such as "relation already exists, skipping". */
@@ -30,6 +37,7 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
     jit: 'off',
   };
   if (options.asyncCommit) connection.synchronous_commit = 'off';
+  if (options.genericPlans) connection.plan_cache_mode = 'force_generic_plan';
   return postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
