@@ -38,6 +38,8 @@ interface Pending {
 
 export class CompletionWriter {
   private pending: Pending[] = [];
+  /** Results of the write running now: not in `pending`, not yet stored. */
+  private writing = 0;
   private flushing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private followUps: CompletedAttempt[] = [];
@@ -98,8 +100,10 @@ export class CompletionWriter {
       // A success tried again after it was not applied is always looked up as a late one.
       for (const p of batch) p.result.mayBeLate = p.retriedLate || resultMayBeLate(writeAt, p.leaseEndsAt);
       const results = batch.map((p) => p.result);
+      this.writing = batch.length;
       try {
         const applied = await completeAttempts(this.sql, results, this.opsEventsPerMinute);
+        this.writing = 0;
         if (failures > 0) this.log.info({ failures }, 'writing results works again');
         failures = 0;
         // Counted only once stored, so the metrics never run ahead of the attempt log.
@@ -115,6 +119,7 @@ export class CompletionWriter {
         }
         this.queueFollowUp(results.filter((r) => applied.has(r.deliveryId)));
       } catch (error) {
+        this.writing = 0;
         failures++;
         // One line for the first failure, then at 2, 4, 8 …: an outage must not flood the log.
         if ((failures & (failures - 1)) === 0) {
@@ -170,7 +175,8 @@ export class CompletionWriter {
 
   /**
    * Writes everything still waiting, and its follow-ups; resolves when done, or at `deadline`
-   * (epoch ms) if the database stays unreachable, returning how many results were left unwritten.
+   * (epoch ms) if the database stays unreachable, returning how many results were left unwritten:
+   * those waiting and those of a write still unanswered (a database that stopped answering).
    */
   async drain(deadline = Number.POSITIVE_INFINITY): Promise<number> {
     this.giveUpAt = deadline;
@@ -183,6 +189,6 @@ export class CompletionWriter {
       await beforeDeadline(this.followUpRunning, deadline);
       if (Date.now() >= deadline) break;
     }
-    return this.pending.length;
+    return this.pending.length + this.writing;
   }
 }

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { connect, type Sql } from '../../src/db/connect.js';
+import { CompletionWriter } from '../../src/dispatch/completions.js';
+import { createLogger } from '../../src/log.js';
 import {
   createTestApp,
   createTestDatabase,
@@ -66,5 +68,36 @@ describe('a database that stops answering', () => {
     assert.ok(stopped, 'stop() returned');
     // The deadline is 0.5 s (in-flight) + 5 s (results) from the stop.
     assert.ok(took < 8000, `stopped after ${took} ms`);
+  });
+
+  it('counts the results of a write that never answered as unwritten', async () => {
+    await proxy.cut(); // ends the stall and the earlier connections
+    await proxy.restore();
+    const sql = connect(proxy.via(db.url), { max: 1 });
+    await sql`SELECT 1`;
+    const writer = new CompletionWriter(sql, createLogger('silent'), async () => {});
+    proxy.stall();
+    writer.add(
+      {
+        deliveryId: 'dlv_never',
+        endpointId: 'ep_never',
+        leaseToken: '00000000-0000-4000-8000-000000000000',
+        attempt: 1,
+        startedAt: new Date(),
+        durationMs: 1,
+        statusCode: 200,
+        outcome: 'success',
+        errorClass: null,
+        error: null,
+        snippet: null,
+        status: 'delivered',
+        delayMs: 0,
+      },
+      Date.now() + 60_000,
+    );
+    await waitFor('the write under way', () => writer.waiting === 0);
+    // The batch left the waiting list for a write the database never answers: still unwritten.
+    assert.equal(await writer.drain(Date.now() + 300), 1);
+    await sql.end({ timeout: 0.1 });
   });
 });
