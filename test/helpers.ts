@@ -6,6 +6,7 @@ import { createApp } from '../src/api/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { connect, type Sql } from '../src/db/connect.js';
 import { migrate, readMigrations } from '../src/db/migrate.js';
+import type { CompletedAttempt } from '../src/deliveries/queue.js';
 import { createWaker } from '../src/deliveries/wakeup.js';
 import { createSecretBox } from '../src/endpoints/secrets.js';
 import { EndpointStore } from '../src/endpoints/store.js';
@@ -208,4 +209,27 @@ export async function keySender(
   const send = (method: string, path: string, payload?: unknown, headers: Record<string, string> = {}) =>
     t.send(method, path, payload, { authorization: `Bearer ${created.key}`, ...headers });
   return { ...created, send };
+}
+
+/** A first-attempt 200 for a claimed delivery, as the dispatcher would write it. */
+export function deliveredResult(
+  claim: { id: string; endpointId: string; leaseToken: string; attempt?: number },
+  overrides: Partial<CompletedAttempt> = {},
+): CompletedAttempt {
+  return {
+    deliveryId: claim.id,
+    endpointId: claim.endpointId,
+    leaseToken: claim.leaseToken,
+    attempt: claim.attempt ?? 1,
+    startedAt: new Date(),
+    durationMs: 1,
+    statusCode: 200,
+    outcome: 'success',
+    errorClass: null,
+    error: null,
+    snippet: null,
+    status: 'delivered',
+    delayMs: 0,
+    ...overrides,
+  };
 }

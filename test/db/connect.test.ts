@@ -7,7 +7,13 @@ import { after, before, describe, it } from 'node:test';
 import { connect, type Sql } from '../../src/db/connect.js';
 import { claimDue } from '../../src/deliveries/claim.js';
 import { completeAttempts } from '../../src/deliveries/queue.js';
-import { createTestApp, createTestDatabase, enqueueMany, type TestDatabase } from '../helpers.js';
+import {
+  createTestApp,
+  createTestDatabase,
+  deliveredResult,
+  enqueueMany,
+  type TestDatabase,
+} from '../helpers.js';
 
 describe('connect: plan cache mode', () => {
   let db: TestDatabase;
@@ -45,22 +51,7 @@ describe('connect: plan cache mode', () => {
       });
       const written = await completeAttempts(
         generic,
-        claimed.map((c) => ({
-          deliveryId: c.id,
-          endpointId: c.endpointId,
-          leaseToken: c.leaseToken,
-          attempt: c.attempt,
-          startedAt: new Date(),
-          durationMs: 1,
-          statusCode: 200,
-          outcome: 'success' as const,
-          errorClass: null,
-          error: null,
-          snippet: null,
-          status: 'delivered' as const,
-          delayMs: 0,
-          mayBeLate: false,
-        })),
+        claimed.map((c) => deliveredResult(c, { mayBeLate: false })),
       );
       delivered += written.size;
     }

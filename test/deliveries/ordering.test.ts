@@ -9,7 +9,13 @@ import { claimDue } from '../../src/deliveries/claim.js';
 import { releaseStrandedHeads } from '../../src/deliveries/ordering.js';
 import { completeAttempts, reapExpiredLeases } from '../../src/deliveries/queue.js';
 import { breakerTick } from '../../src/endpoints/breaker.js';
-import { createEndpoint, createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
+import {
+  createEndpoint,
+  createTestApp,
+  createTestDatabase,
+  deliveredResult,
+  type TestDatabase,
+} from '../helpers.js';
 
 describe('ordering keys: held rows', () => {
   let db: TestDatabase;
@@ -74,23 +80,7 @@ describe('ordering keys: held rows', () => {
     // The head of a settles: its next one becomes due, b still waits behind its head in flight.
     const a = claimed.find((c) => c.sequence === '1')!;
     const [row] = await db.sql`SELECT ordering_key FROM delivery_queue WHERE delivery_id = ${a.id}`;
-    await completeAttempts(db.sql, [
-      {
-        deliveryId: a.id,
-        endpointId: ep,
-        leaseToken: a.leaseToken,
-        attempt: 1,
-        startedAt: new Date(),
-        durationMs: 1,
-        statusCode: 200,
-        outcome: 'success',
-        errorClass: null,
-        error: null,
-        snippet: null,
-        status: 'delivered',
-        delayMs: 0,
-      },
-    ]);
+    await completeAttempts(db.sql, [deliveredResult({ ...a, endpointId: ep })]);
     const next = (await heads(ep)).find((h) => h.ordering_key === row!.ordering_key)!;
     assert.deepEqual(next, { ordering_key: row!.ordering_key, sequence: '2', due: true });
     // The reaper dead-letters the other head (lease gone, budget spent): its key moves on too.

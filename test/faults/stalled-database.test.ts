@@ -13,6 +13,7 @@ import { createLogger } from '../../src/log.js';
 import {
   createTestApp,
   createTestDatabase,
+  deliveredResult,
   type Receiver,
   startReceiver,
   startTestDispatcher,
@@ -78,21 +79,11 @@ describe('a database that stops answering', () => {
     const writer = new CompletionWriter(sql, createLogger('silent'), async () => {});
     proxy.stall();
     writer.add(
-      {
-        deliveryId: 'dlv_never',
+      deliveredResult({
+        id: 'dlv_never',
         endpointId: 'ep_never',
         leaseToken: '00000000-0000-4000-8000-000000000000',
-        attempt: 1,
-        startedAt: new Date(),
-        durationMs: 1,
-        statusCode: 200,
-        outcome: 'success',
-        errorClass: null,
-        error: null,
-        snippet: null,
-        status: 'delivered',
-        delayMs: 0,
-      },
+      }),
       Date.now() + 60_000,
     );
     await waitFor('the write under way', () => writer.waiting === 0);
