@@ -4,6 +4,7 @@
  * Every key's payloads must first succeed in enqueue order; unkeyed ones beside them arrive too.
  */
 import assert from 'node:assert/strict';
+import type http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { runHookpost } from '../cli/process.js';
 import {
@@ -36,9 +37,14 @@ describe('ordering keys with dispatcher processes', () => {
   before(async () => {
     db = await createTestDatabase();
     t = await createTestApp(db);
+    // Every answer waits 5 ms, so a dispatcher always has requests in flight: the kill below
+    // then surely lands mid-flight (answered at once, a kill could find none and the check at
+    // the end failed once on a bare machine).
+    const answer = (res: http.ServerResponse, status: number) =>
+      setTimeout(() => res.writeHead(status).end(), 5);
     receiver = await startReceiver((req, res, body) => {
       if (Math.random() < 0.2) {
-        res.writeHead(500).end();
+        answer(res, 500);
         return;
       }
       const p = JSON.parse(body.toString()) as Body;
@@ -47,7 +53,7 @@ describe('ordering keys with dispatcher processes', () => {
         seen.add(id);
         firsts.push({ ...p, sequence: req.headers['hookpost-sequence'] as string | undefined });
       }
-      res.writeHead(200).end();
+      answer(res, 200);
     });
   });
   after(async () => {
