@@ -117,8 +117,8 @@ export async function releaseStrandedHeads(
 /**
  * The enqueue's CTEs that number a batch's keyed deliveries (over its `targets` and `input`),
  * ending in `numbered`: the targets with their ids and sequence numbers. Each (endpoint, key) of
- * the batch takes its count of numbers in one upsert, whose row lock also serialises this key's enqueues and head releases until commit;
- * sorted, so concurrent batches lock keys in one order.
+ * the batch takes its count of numbers in one upsert, whose row lock also serialises this key's
+ * enqueues and head releases until commit; sorted, so concurrent batches lock keys in one order.
  */
 export function numberedByKey(tx: Executor): Fragment {
   return tx`
