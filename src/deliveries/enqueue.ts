@@ -49,6 +49,14 @@ export class EnqueueError extends Error {
   }
 }
 
+/** Whether a later request can be recognised as a duplicate of this item. */
+function hasKey(item: EnqueueItem): boolean {
+  return item.idempotencyKey !== null || item.eventId !== null;
+}
+
+/** The request_hash of a message without a key: nothing is ever compared with it. */
+const NO_HASH = Buffer.alloc(0);
+
 /** SHA-256 over everything that defines the request, so "same key, same body" is one comparison. */
 export function requestHash(item: EnqueueItem): Buffer {
   const head = JSON.stringify([item.endpointId, item.eventType, item.eventId, item.orderingKey]);
@@ -119,7 +127,12 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
   const deliveryIds = items.map((i) => (i.endpointId === null ? null : explicitIds[nextExplicit++]!));
   // Without ordering keys the batch needs no sequence numbers: the statement leaves that part out.
   const keyed = items.some((i) => i.orderingKey !== null);
-  const hashes = items.map(requestHash);
+  // Only a key (Idempotency-Key, event_id) can make a message conflict: a fresh id cannot. Without
+  // any, the insert leaves out ON CONFLICT, whose speculative insertion costs a unique-index probe
+  // and a WAL record (HEAP_CONFIRM) per message; and a message without a key is never compared
+  // with a later request, so it stores an empty hash instead of a SHA-256 over its payload.
+  const deduplicated = items.some(hasKey);
+  const hashes = items.map((i) => (hasKey(i) ? requestHash(i) : NO_HASH));
   const packed = packPayloads(items.map((i) => i.payload));
   // Tenants the request named, created on first use (a live one costs an index probe).
   const named = [...new Set(items.map((i) => i.tenantId).filter((t): t is string => t !== null))];
@@ -158,7 +171,7 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
         SELECT id, tenant_id, ${producer.keyId}, event_type, event_id, idempotency_key, ordering_key, endpoint_id,
                request_hash, payload
         FROM input
-        ON CONFLICT DO NOTHING
+        ${deduplicated ? tx`ON CONFLICT DO NOTHING` : tx``}
         RETURNING id, tenant_id, event_type, endpoint_id, ordering_key
       ),
       targets AS (

@@ -195,6 +195,35 @@ describe('/v1/deliveries (enqueue)', () => {
     assert.equal(await count('messages'), beforeMessages + 1000);
   });
 
+  it('hashes only requests that carry a key, and deduplicates keyed items beside keyless ones', async () => {
+    const hashOf = async (messageId: string) =>
+      (await db.sql<{ h: Buffer }[]>`SELECT request_hash AS h FROM messages WHERE id = ${messageId}`)[0]!.h;
+    const keyless = await (
+      await t.send('POST', '/v1/deliveries', { endpoint_id: endpointId, event_type: 'k', payload: { n: 1 } })
+    ).json();
+    assert.equal(
+      (await hashOf(keyless.message_id)).length,
+      0,
+      'a keyless message is never compared: no hash',
+    );
+    const first = { endpoint_id: endpointId, event_type: 'k', payload: { n: 2 }, event_id: 'evt-mixed' };
+    const keyed = await (await t.send('POST', '/v1/deliveries', first)).json();
+    assert.equal((await hashOf(keyed.message_id)).length, 32, 'a keyed message keeps its SHA-256');
+
+    // One batch: a keyless item, the keyed one again, and a keyless twin of the first.
+    const plain = { endpoint_id: endpointId, event_type: 'k', payload: { n: 1 } };
+    const res = await t.send('POST', '/v1/deliveries/batch', { items: [plain, first, plain] });
+    assert.equal(res.status, 202);
+    const results = (await res.json()).results as { message_id: string; duplicate: boolean }[];
+    assert.deepEqual(
+      results.map((r) => r.duplicate),
+      [false, true, false],
+    );
+    assert.equal(results[1]!.message_id, keyed.message_id);
+    assert.notEqual(results[0]!.message_id, results[2]!.message_id, 'keyless items are never merged');
+    assert.notEqual(results[0]!.message_id, keyless.message_id);
+  });
+
   it('lists deliveries newest first with a keyset cursor and filters', async () => {
     const seen: string[] = [];
     let cursor: string | null = null;
