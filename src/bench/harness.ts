@@ -13,6 +13,7 @@ import { connect, type Sql } from '../db/connect.js';
 import { openDatabase } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
 import type { Logger } from '../log.js';
+import { NODE_FLAGS } from '../node-flags.js';
 import { findPostmaster, processCpuSeconds, serverCpuSeconds } from './proc-stat.js';
 
 export interface Harness {
@@ -35,9 +36,12 @@ export interface Harness {
 
 const BIN = new URL('../../../bin/hookpost.js', import.meta.url).pathname;
 
-/** HOOKPOST_BENCH_NODE_ARGS (e.g. "--cpu-prof") goes to the API's and dispatchers' node, for profiling. */
-function nodeArgs(): string[] {
-  return (process.env.HOOKPOST_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/**
+ * The API's and dispatchers' node flags: the ones `npm start` runs with (node-flags.ts), then
+ * HOOKPOST_BENCH_NODE_ARGS (e.g. "--cpu-prof") for profiling.
+ */
+export function benchNodeArgs(): string[] {
+  return [...NODE_FLAGS, ...(process.env.HOOKPOST_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
 }
 
 function freePort(): Promise<number> {
@@ -126,7 +130,7 @@ async function startApiProcess(
     LOG_LEVEL: 'warn',
   };
   delete env.HOOKPOST_METRICS_PORT; // the dispatcher may take it; two listeners cannot share it
-  const child = spawn(process.execPath, [...nodeArgs(), BIN, 'api'], {
+  const child = spawn(process.execPath, [...benchNodeArgs(), BIN, 'api'], {
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -160,7 +164,7 @@ async function startDispatcherProcess(
   sql: Sql,
   env: Record<string, string> = {},
 ): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...nodeArgs(), BIN, 'dispatcher'], {
+  const child = spawn(process.execPath, [...benchNodeArgs(), BIN, 'dispatcher'], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
