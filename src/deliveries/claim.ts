@@ -18,16 +18,20 @@ export interface ClaimedDelivery {
   sequence: string | null;
 }
 
-interface ClaimRow {
-  id: string;
-  message_id: string;
-  endpoint_id: string;
-  attempt_count: number;
-  lease_token: string;
-  /** Text on a UTF-8 server (db/encoding.ts), else bytea. */
-  payload: string | Buffer;
-  sequence: string | null;
-}
+/**
+ * A claimed row as the wire delivers it (postgres.js `raw()`): one Buffer per column, in the
+ * RETURNING order below, null for SQL NULL. Read raw, a payload is never a JS string: a text
+ * column becomes a 1 KB string per row that `Buffer.from` then copies again, and at a few
+ * thousand rows a second those strings outlived young-generation collections (they were the
+ * largest share of what the dispatcher's collections promoted; docs/performance.md).
+ */
+type ClaimRow = (Buffer | null)[];
+const ID = 0;
+const MESSAGE_ID = 1;
+const ENDPOINT_ID = 2;
+const ATTEMPT = 3;
+const PAYLOAD = 4;
+const SEQUENCE = 5;
 
 export interface ClaimOptions {
   limit: number;
@@ -80,14 +84,21 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
       })
     : await claimStatement(sql, options, token, options.saturated, false, asText);
   return rows.map((r) => ({
-    id: r.id,
-    messageId: r.message_id,
-    endpointId: r.endpoint_id,
-    attempt: r.attempt_count,
-    leaseToken: r.lease_token,
-    payload: typeof r.payload === 'string' ? Buffer.from(r.payload, 'utf8') : r.payload,
-    sequence: r.sequence,
+    id: text(r[ID]),
+    messageId: text(r[MESSAGE_ID]),
+    endpointId: text(r[ENDPOINT_ID]),
+    attempt: Number(text(r[ATTEMPT])),
+    leaseToken: token,
+    // On a UTF-8 server the text column's wire bytes are the stored bytes: a view, no copy (it
+    // keeps the socket chunk it sits in alive until the delivery is done). Otherwise bytea's hex.
+    payload: asText ? r[PAYLOAD]! : Buffer.from(text(r[PAYLOAD]).slice(2), 'hex'),
+    sequence: r[SEQUENCE] === null ? null : text(r[SEQUENCE]),
   }));
+}
+
+/** A non-null column as text: ids, numbers and the hex form are ASCII. */
+function text(column: Buffer | null | undefined): string {
+  return column!.toString('latin1');
 }
 
 /** Step 2 above: the claim statement, in the caller's transaction or as a statement of its own. */
@@ -99,7 +110,7 @@ function claimStatement(
   includeLimited: boolean,
   asText: boolean,
 ): Promise<ClaimRow[]> {
-  return tx<ClaimRow[]>`
+  return tx`
     WITH RECURSIVE waiting AS (
       (SELECT endpoint_id FROM delivery_queue WHERE lease_expires_at IS NULL ORDER BY endpoint_id LIMIT 1)
       UNION ALL
@@ -156,8 +167,8 @@ function claimStatement(
     -- the row would merely not be claimed this round.
     FROM picked, messages m
     WHERE q.ctid = picked.tid AND m.id = q.message_id
-    RETURNING q.delivery_id AS id, q.message_id, q.endpoint_id, q.attempt_count, q.lease_token,
-      ${asText ? tx`convert_from(m.payload, 'UTF8')` : tx`m.payload`} AS payload, q.sequence::text AS sequence`;
+    RETURNING q.delivery_id, q.message_id, q.endpoint_id, q.attempt_count,
+      ${asText ? tx`convert_from(m.payload, 'UTF8')` : tx`m.payload`}, q.sequence::text`.raw();
 }
 
 /** Whether an enabled endpoint has a rate or concurrency limit: claims for it need the lock step. */
