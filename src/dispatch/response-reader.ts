@@ -4,6 +4,12 @@
  * and an AbortSignal listener; for a webhook answer of a few bytes that machinery cost ~9 µs of
  * the ~48 µs undici spends per POST on loopback (docs/performance.md, change 5 of the "late
  * evening" session). Here the status, Retry-After and the first bytes arrive as plain callbacks.
+ *
+ * The callbacks are the ones undici's HTTP/1 client itself calls (onConnect, onHeaders, onData,
+ * onComplete, onError; typed as deprecated in undici 7 in favour of onRequestStart & co.). A
+ * handler with the newer names is wrapped per request in an adapter that builds a controller
+ * object and parses every response's headers and trailers into objects; this reader needs one
+ * header, and only on an answer that is not a success.
  */
 import type { Dispatcher } from 'undici';
 
@@ -21,7 +27,7 @@ export interface ReadResponse {
 class DrainLimit extends Error {}
 
 export class ResponseReader implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | null = null;
+  private abortRequest: ((reason: Error) => void) | null = null;
   private abortReason: Error | null = null;
   private statusCode = 0;
   private retryAfter: string | undefined;
@@ -42,31 +48,27 @@ export class ResponseReader implements Dispatcher.DispatchHandler {
 
   /**
    * Ends the attempt (deadline or shutdown). Before undici has put the request on a socket there
-   * is no controller yet: the reason is kept and applied in onRequestStart, as request() does.
+   * is no abort function yet: the reason is kept and applied in onConnect, as request() does.
    */
   abort(reason: Error): void {
     if (this.settled) return;
-    if (this.controller) this.controller.abort(reason);
+    if (this.abortRequest) this.abortRequest(reason);
     else this.abortReason = reason;
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.abortReason) controller.abort(this.abortReason);
+  onConnect(abort: (reason?: Error) => void): void {
+    this.abortRequest = abort;
+    if (this.abortReason) abort(this.abortReason);
   }
 
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Record<string, string | string[] | undefined>,
-  ): void {
-    if (statusCode < 200) return; // an informational answer; the final one follows
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (statusCode < 200) return true; // an informational answer; the final one follows
     this.statusCode = statusCode;
-    const retryAfter = headers['retry-after'];
-    this.retryAfter = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
+    if (statusCode >= 300) this.retryAfter = headerValue(rawHeaders, 'retry-after');
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onData(chunk: Buffer): boolean {
     if (this.keptBytes < this.snippetBytes) {
       const part = chunk.subarray(0, this.snippetBytes - this.keptBytes);
       this.kept.push(part);
@@ -74,14 +76,15 @@ export class ResponseReader implements Dispatcher.DispatchHandler {
     }
     this.total += chunk.length;
     // Small bodies are drained so the connection is reused; huge or endless ones drop it.
-    if (this.total > MAX_DRAIN_BYTES) controller.abort(new DrainLimit());
+    if (this.total > MAX_DRAIN_BYTES) this.abortRequest?.(new DrainLimit());
+    return true;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     this.finish();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+  onError(error: Error): void {
     // Once the status line has arrived the attempt is answered: a deadline, a reset or our own
     // drain limit cutting the body short changes nothing but the snippet's length.
     if (this.statusCode !== 0) this.finish();
@@ -98,4 +101,15 @@ export class ResponseReader implements Dispatcher.DispatchHandler {
     const snippet = Buffer.concat(this.kept).toString('utf8').replaceAll('\u0000', '');
     this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, snippet });
   }
+}
+
+/** The first value of header `name` (lower case) in undici's raw [name, value, …] list. */
+function headerValue(rawHeaders: (Buffer | string)[], name: string): string | undefined {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const key = rawHeaders[i]!;
+    if (key.length === name.length && key.toString('latin1').toLowerCase() === name) {
+      return rawHeaders[i + 1]!.toString('latin1');
+    }
+  }
+  return undefined;
 }
