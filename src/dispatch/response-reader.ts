@@ -98,7 +98,8 @@ export class ResponseReader implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.settled = true;
     // PostgreSQL text cannot hold NUL; a partner's binary error page must not break the write.
-    const snippet = Buffer.concat(this.kept).toString('utf8').replaceAll('\u0000', '');
+    const text = (this.kept.length === 1 ? this.kept[0]! : Buffer.concat(this.kept)).toString('utf8');
+    const snippet = text.includes('\u0000') ? text.replaceAll('\u0000', '') : text;
     this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, snippet });
   }
 }

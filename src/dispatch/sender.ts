@@ -101,6 +101,17 @@ interface Target {
   privateHost: boolean;
 }
 
+/**
+ * The request's headers plus user-agent as undici's flat [name, value, …] list: it walks an
+ * object's keys into the same list anyway, and this spares a copy of the object per attempt.
+ */
+function withUserAgent(headers: Record<string, string>, userAgent: string): string[] {
+  const list: string[] = [];
+  for (const name in headers) if (name !== 'user-agent') list.push(name, headers[name]!);
+  list.push('user-agent', userAgent);
+  return list;
+}
+
 /** Parsed endpoint URLs, cached: a URL parse per request is measurable at 10,000 requests/s. */
 const targets = new Map<string, Target>();
 
@@ -171,7 +182,7 @@ export class Sender {
           origin: target.origin,
           path: target.path,
           method: 'POST',
-          headers: { ...request.headers, 'user-agent': this.options.userAgent },
+          headers: withUserAgent(request.headers, this.options.userAgent),
           body: request.body,
         },
         reader,
