@@ -252,7 +252,8 @@ export class Dispatcher {
   private async deliver({ job, endpoint: claimedWith, leaseEndsAt }: Job): Promise<void> {
     const { config, log } = this.deps;
     // A change announced while the job waited in the local buffer (rotation, disable) applies.
-    const endpoint = claimedWith && (await this.endpoints.fresh(job.endpointId).catch(() => claimedWith));
+    let endpoint = claimedWith && this.endpoints.freshOrReload(job.endpointId);
+    if (endpoint instanceof Promise) endpoint = await endpoint.catch(() => claimedWith);
     // Out of lease (it waited too long in the buffer): sending now could outlive the lease.
     const tooLate = !leaseCoversAttempt(
       Date.now(),

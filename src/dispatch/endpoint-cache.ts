@@ -98,6 +98,14 @@ export class EndpointCache {
     return this.current(id);
   }
 
+  /**
+   * fresh() without a promise when nothing is stale (the common case, once per attempt); a
+   * promise only when the entry must be reloaded first.
+   */
+  freshOrReload(id: string): DispatchEndpoint | undefined | Promise<DispatchEndpoint | undefined> {
+    return this.entries.get(id)?.stale ? this.fresh(id) : this.current(id);
+  }
+
   private current(id: string): DispatchEndpoint | undefined {
     const entry = this.entries.get(id);
     if (!entry) return undefined;
