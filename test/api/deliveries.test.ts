@@ -224,6 +224,38 @@ describe('/v1/deliveries (enqueue)', () => {
     assert.notEqual(results[0]!.message_id, keyless.message_id);
   });
 
+  it('answers a keyless batch with the ids of the rows it wrote, in request order', async () => {
+    const items = Array.from({ length: 50 }, (_, i) => ({
+      endpoint_id: endpointId,
+      event_type: 'plain',
+      payload: { i },
+    }));
+    const res = await t.send('POST', '/v1/deliveries/batch', { items });
+    assert.equal(res.status, 202);
+    const results = (await res.json()).results as {
+      message_id: string;
+      duplicate: boolean;
+      deliveries: { id: string; endpoint_id: string; status: string }[];
+    }[];
+    const stored = await db.sql<
+      { id: string; message_id: string; endpoint_id: string; status: string; payload: Buffer }[]
+    >`
+      SELECT d.id, d.message_id, d.endpoint_id, d.status, m.payload
+      FROM deliveries d JOIN messages m ON m.id = d.message_id
+      WHERE d.id = ANY(${results.flatMap((r) => r.deliveries.map((d) => d.id))}::text[])`;
+    const byId = new Map(stored.map((row) => [row.id, row]));
+    assert.equal(byId.size, 50);
+    results.forEach((r, i) => {
+      assert.equal(r.duplicate, false);
+      assert.equal(r.deliveries.length, 1);
+      const row = byId.get(r.deliveries[0]!.id)!;
+      assert.equal(row.message_id, r.message_id);
+      assert.equal(row.endpoint_id, r.deliveries[0]!.endpoint_id);
+      assert.equal(row.status, r.deliveries[0]!.status);
+      assert.equal(row.payload.toString(), JSON.stringify({ i }), 'result i names item i');
+    });
+  });
+
   it('lists deliveries newest first with a keyset cursor and filters', async () => {
     const seen: string[] = [];
     let cursor: string | null = null;
