@@ -7,7 +7,8 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
-import { EnqueueError, enqueue } from '../deliveries/enqueue.js';
+import { enqueue } from '../deliveries/enqueue.js';
+import { EnqueueError } from '../deliveries/enqueue-types.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { type ApiEnv, callerOf } from './auth.js';

@@ -3,65 +3,14 @@
  * idempotency enforced by unique indexes (see sql/0001_init.sql), never by read-then-write.
  */
 import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
 import type { Executor, Fragment, Sql } from '../db/connect.js';
 import { utf8Server } from '../db/encoding.js';
 import { newIds } from '../ids.js';
 import { DEFAULT_TENANT, type TenantScope, tenantIs } from '../tenants/scope.js';
+import { EnqueueError, type EnqueueItem, type EnqueueResult, type Producer } from './enqueue-types.js';
+import { hasKey, requestHashOf, resolveDuplicates } from './idempotency.js';
 import { numberedByKey, type OrderingKey, releaseHeads } from './ordering.js';
 import { initialAt } from './queue-state.js';
-
-export interface EnqueueItem {
-  /**
-   * The tenant the request named, or the key's own; null when neither did (then the explicit
-   * endpoint's tenant, or `default` for a fan-out).
-   */
-  tenantId: string | null;
-  endpointId: string | null;
-  eventType: string;
-  eventId: string | null;
-  orderingKey: string | null;
-  idempotencyKey: string | null;
-  payload: Buffer;
-}
-
-export interface EnqueuedDelivery {
-  id: string;
-  endpointId: string;
-  status: string;
-}
-
-export interface EnqueueResult {
-  messageId: string;
-  /** True when an earlier request with the same key or event id already created this message. */
-  duplicate: boolean;
-  deliveries: EnqueuedDelivery[];
-}
-
-/** Why a request cannot be enqueued; `index` is the offending item in a batch. */
-export class EnqueueError extends Error {
-  constructor(
-    readonly kind: 'endpoint_not_found' | 'idempotency_conflict',
-    readonly index: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Whether a later request can be recognised as a duplicate of this item. */
-function hasKey(item: EnqueueItem): boolean {
-  return item.idempotencyKey !== null || item.eventId !== null;
-}
-
-/** The request_hash of a message without a key: nothing is ever compared with it. */
-const NO_HASH = Buffer.alloc(0);
-
-/** SHA-256 over everything that defines the request, so "same key, same body" is one comparison. */
-export function requestHash(item: EnqueueItem): Buffer {
-  const head = JSON.stringify([item.endpointId, item.eventType, item.eventId, item.orderingKey]);
-  return createHash('sha256').update(head).update('\n').update(item.payload).digest();
-}
 
 /**
  * All payloads as one bytea parameter plus offsets: postgres.js sends a Buffer as one native hex
@@ -102,19 +51,6 @@ interface CreatedRow {
   status: string | null;
 }
 
-interface ExistingRow {
-  id: string;
-  idempotency_key: string | null;
-  event_id: string | null;
-  request_hash: Buffer;
-  deliveries: { id: string; endpoint_id: string; status: string }[];
-}
-
-/** Who enqueues: the key (recorded as the message's producer) and its tenant scope. */
-export interface Producer extends TenantScope {
-  keyId: string;
-}
-
 /**
  * Writes all items atomically: either every item is queued (or recognised as a duplicate) or
  * nothing is written. Resolves only after COMMIT, so a 2xx means the rows are on disk.
@@ -132,7 +68,7 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
   // and a WAL record (HEAP_CONFIRM) per message; and a message without a key is never compared
   // with a later request, so it stores an empty hash instead of a SHA-256 over its payload.
   const deduplicated = items.some(hasKey);
-  const hashes = items.map((i) => (hasKey(i) ? requestHash(i) : NO_HASH));
+  const hashes = items.map(requestHashOf);
   // Without keys, ordering keys or fan-out, each item makes exactly one message and one pending
   // delivery whose ids are made here (explicit endpoints are checked below, and nothing can be
   // skipped): the statement then returns how many deliveries it created instead of a row per item.
@@ -145,7 +81,7 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
     // One statement for the whole batch: messages, then their deliveries (one per target
     // endpoint, fan-out by subscription when endpoint_id is absent). ON CONFLICT DO NOTHING
     // skips duplicates of an earlier request; a racing twin waits on the unique index.
-    const created = await tx<CreatedRow[]>`
+    const created = await tx<(CreatedRow & { count?: number })[]>`
       WITH packed AS MATERIALIZED (SELECT ${packedBytes(tx, sql, packed.bytes)} AS bytes),
       input AS (
         SELECT t.*, substring(packed.bytes FROM t.payload_offset + 1 FOR t.payload_length) AS payload
@@ -231,7 +167,7 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
       }`;
 
     if (predictable) {
-      const count = (created as unknown as { count: number }[])[0]?.count;
+      const count = created[0]?.count;
       if (count !== items.length)
         throw new Error(`enqueue created ${count} deliveries for ${items.length} items`);
       return ids.map((messageId, index) => ({
@@ -267,61 +203,6 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
       skipped.length > 0 ? await resolveDuplicates(tx, tenants, items, hashes, skipped, ids) : new Map();
     return ids.map((id, index) => results.get(id) ?? duplicates.get(index)!);
   });
-}
-
-/**
- * For items the insert skipped: finds the message that holds their key (committed by now,
- * since ON CONFLICT waited for it), and either returns its ids or, when the request differs,
- * throws so the whole transaction rolls back.
- */
-async function resolveDuplicates(
-  tx: Executor,
-  tenants: string[],
-  items: EnqueueItem[],
-  hashes: Buffer[],
-  skipped: number[],
-  ids: string[],
-): Promise<Map<number, EnqueueResult>> {
-  // Keys are unique per tenant: look each skipped item up under its own tenant.
-  const rows = await tx<(ExistingRow & { tenant_id: string })[]>`
-    SELECT m.id, m.tenant_id, m.idempotency_key, m.event_id, m.request_hash,
-      coalesce((SELECT json_agg(json_build_object('id', d.id, 'endpoint_id', d.endpoint_id, 'status', d.status) ORDER BY d.id)
-                FROM deliveries d WHERE d.message_id = m.id), '[]') AS deliveries
-    FROM messages m
-    JOIN unnest(${skipped.map((i) => tenants[i]!)}::text[], ${skipped.map((i) => items[i]!.idempotencyKey)}::text[],
-                ${skipped.map((i) => items[i]!.eventId)}::text[]) AS k(tenant_id, idempotency_key, event_id)
-      ON m.tenant_id = k.tenant_id AND (m.idempotency_key = k.idempotency_key OR m.event_id = k.event_id)`;
-  const byKey = new Map(
-    rows.filter((r) => r.idempotency_key).map((r) => [`${r.tenant_id}/${r.idempotency_key}`, r]),
-  );
-  const byEventId = new Map(rows.filter((r) => r.event_id).map((r) => [`${r.tenant_id}/${r.event_id}`, r]));
-  const found = new Map<number, EnqueueResult>();
-  for (const index of skipped) {
-    const item = items[index]!;
-    const tenant = tenants[index]!;
-    const existing =
-      (item.idempotencyKey ? byKey.get(`${tenant}/${item.idempotencyKey}`) : undefined) ??
-      (item.eventId ? byEventId.get(`${tenant}/${item.eventId}`) : undefined);
-    if (!existing) {
-      // Only possible if the message id itself collided (80 random bits): treat as a server fault.
-      throw new Error(`message ${ids[index]} was neither inserted nor found`);
-    }
-    if (!existing.request_hash.equals(hashes[index]!)) {
-      const what =
-        item.idempotencyKey && byKey.has(`${tenant}/${item.idempotencyKey}`) ? 'Idempotency-Key' : 'event_id';
-      throw new EnqueueError(
-        'idempotency_conflict',
-        index,
-        `${what} was already used for a different request (message ${existing.id})`,
-      );
-    }
-    found.set(index, {
-      messageId: existing.id,
-      duplicate: true,
-      deliveries: existing.deliveries.map((d) => ({ id: d.id, endpointId: d.endpoint_id, status: d.status })),
-    });
-  }
-  return found;
 }
 
 /**

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { migrate, readMigrations, SQL_DIR } from '../../src/db/migrate.js';
-import { requestHash } from '../../src/deliveries/enqueue.js';
+import { requestHash } from '../../src/deliveries/idempotency.js';
 import { createTestApp, createTestDatabase } from '../helpers.js';
 
 describe('the tenants migration', () => {
