@@ -1,4 +1,5 @@
 /** Reading request bodies: size limit (413), media type (415), UTF-8 and JSON syntax (400). */
+import { isAscii } from 'node:buffer';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { jsonSyntaxErrorAt } from '../util/raw-json.js';
@@ -9,6 +10,12 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 export interface JsonBody {
   text: string;
   value: unknown;
+  /**
+   * The body's bytes when it is all ASCII (the usual JSON: non-ASCII text escaped or absent), so
+   * that an offset into `text` is the same offset into them: a payload span is then a view of
+   * these bytes instead of a copy re-encoded from the text. Absent for any other body.
+   */
+  asciiBytes?: Buffer;
 }
 
 /**
@@ -33,14 +40,17 @@ export async function readJsonBody(
   const declared = Number(c.req.header('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) tooLarge(maxBytes, tooLargeMessage);
   const bytes = await readLimited(c.req.raw, maxBytes, tooLargeMessage);
+  // ASCII is valid UTF-8 whose characters are its bytes: a Latin-1 read makes the same string by a
+  // copy, where the strict UTF-8 decoder costs ~5× as much (~0.7 ms per MB).
+  const ascii = isAscii(bytes);
   let text: string;
   try {
-    text = decoder.decode(bytes);
+    text = ascii ? bytes.toString('latin1') : decoder.decode(bytes);
   } catch {
     throw new HttpError(400, 'invalid_json', 'request body is not valid UTF-8');
   }
   try {
-    return { text, value: JSON.parse(text) };
+    return { text, value: JSON.parse(text), ...(ascii ? { asciiBytes: bytes } : {}) };
   } catch {
     // Position only: V8's message quotes the text around the fault, which may be a payload.
     throw invalidJson(text);
@@ -52,12 +62,8 @@ function tooLarge(maxBytes: number, message?: string): never {
 }
 
 /** Streams the body and stops at the limit, so an oversized upload never sits in memory whole. */
-async function readLimited(
-  request: Request,
-  maxBytes: number,
-  tooLargeMessage?: string,
-): Promise<Uint8Array> {
-  if (!request.body) return new Uint8Array();
+async function readLimited(request: Request, maxBytes: number, tooLargeMessage?: string): Promise<Buffer> {
+  if (!request.body) return Buffer.alloc(0);
   const chunks: Uint8Array[] = [];
   let total = 0;
   const reader = request.body.getReader();
@@ -71,7 +77,7 @@ async function readLimited(
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks);
+  return Buffer.concat(chunks, total);
 }
 
 function invalidJson(text: string): HttpError {

@@ -13,7 +13,7 @@ import { takeTokens } from '../tenants/rate-limit.js';
 import { type Caller, narrowScope, TENANT_ID } from '../tenants/scope.js';
 import { arrayElementSpans, jsonSyntaxErrorAt, objectMemberSpans, type Span } from '../util/raw-json.js';
 import { type ApiEnv, callerOf } from './auth.js';
-import { readJsonBody, validate } from './body.js';
+import { type JsonBody, readJsonBody, validate } from './body.js';
 import { callerError, HttpError, notFound } from './errors.js';
 import { pageCursor, pageLimit } from './pagination.js';
 import { tenantForWrite } from './tenant-arg.js';
@@ -89,7 +89,7 @@ function idempotencyHeader(c: Context): string | null {
 /** Validates one item and cuts its payload out of the request text, byte for byte. */
 function toItem(
   caller: Caller,
-  text: string,
+  { text, asciiBytes }: Pick<JsonBody, 'text' | 'asciiBytes'>,
   value: unknown,
   span: Span,
   maxPayloadBytes: number,
@@ -106,7 +106,10 @@ function toItem(
     const message = `is nested ${payloadSpan.depth} levels deep; at most ${MAX_PAYLOAD_DEPTH} are accepted`;
     throw new HttpError(400, 'validation_failed', `${field}: ${message}`, [{ field, message }]);
   }
-  const payload = Buffer.from(text.slice(payloadSpan.start, payloadSpan.end), 'utf8');
+  // A view of the body's bytes when they are ASCII (offsets agree); else the span re-encoded.
+  const payload = asciiBytes
+    ? asciiBytes.subarray(payloadSpan.start, payloadSpan.end)
+    : Buffer.from(text.slice(payloadSpan.start, payloadSpan.end), 'utf8');
   if (payload.length > maxPayloadBytes) {
     throw new HttpError(
       413,
@@ -249,29 +252,29 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
 
   /** The single enqueue's body, validated and cut (the payload span is the body's own bytes). */
   async function parseSingle(c: Context, key: string | null): Promise<ParsedItem> {
-    const { text, value } = await readJsonBody(
+    const body = await readJsonBody(
       c,
       deps.maxPayloadBytes + ENVELOPE_BYTES,
       `payload: over the ${deps.maxPayloadBytes}-byte limit (HOOKPOST_MAX_PAYLOAD_BYTES)`,
     );
-    const span = { start: text.search(/\S/), end: text.length, depth: 0 };
-    return toItem(callerOf(c), text, value, span, deps.maxPayloadBytes, key, [], false);
+    const span = { start: body.text.search(/\S/), end: body.text.length, depth: 0 };
+    return toItem(callerOf(c), body, body.value, span, deps.maxPayloadBytes, key, [], false);
   }
 
   /** A batch's body, validated item by item and cut into payload spans. */
   async function parseBatch(c: Context, key: string | null): Promise<ParsedItem[]> {
-    const { text, value } = await readJsonBody(c, deps.maxBatchBytes);
-    const body = validate(batchSchema, value);
-    const itemsSpan = objectMemberSpans(text).get('items')!;
-    const spans = arrayElementSpans(text, itemsSpan.start);
+    const raw = await readJsonBody(c, deps.maxBatchBytes);
+    const body = validate(batchSchema, raw.value);
+    const itemsSpan = objectMemberSpans(raw.text).get('items')!;
+    const spans = arrayElementSpans(raw.text, itemsSpan.start);
     // A batch-level Idempotency-Key gives each item the key "<key>:<index>", so retrying the
     // same batch returns the same ids.
     const caller = callerOf(c);
-    return body.items.map((raw, index) =>
+    return body.items.map((item, index) =>
       toItem(
         caller,
-        text,
         raw,
+        item,
         spans[index]!,
         deps.maxPayloadBytes,
         key === null ? null : `${key}:${index}`,
