@@ -7,21 +7,20 @@ import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
 import { anyLimitedEndpoints, type ClaimedDelivery, claimDue } from '../deliveries/claim.js';
 import { nextDueAt, releaseClaims } from '../deliveries/queue.js';
-import { nextAttempt, policyFor, type RetryPolicy } from '../deliveries/retry-policy.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
 import { errorFields, type Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { beforeDeadline } from '../util/deadline.js';
-import { attemptHeaders, attemptRecord } from './attempt.js';
+import { AttemptRunner, type Job } from './attempt-runner.js';
 import { CompletionWriter } from './completions.js';
-import { type DispatchEndpoint, EndpointCache, SECRET_UNAVAILABLE } from './endpoint-cache.js';
-import { leaseCoversAttempt } from './lease.js';
+import { EndpointCache } from './endpoint-cache.js';
 import { LocalQueues } from './local-queues.js';
 import { startMaintenance } from './maintenance.js';
 import { type CircuitChange, createOutcomeHandler } from './outcomes.js';
-import { Sender, type SendResult } from './sender.js';
+import { Sender } from './sender.js';
 import { UnansweredClaims } from './unanswered-claims.js';
+import { WakeSignal } from './wake-signal.js';
 
 export interface DispatcherDeps {
   sql: Sql;
@@ -30,13 +29,6 @@ export interface DispatcherDeps {
   secrets: SecretBox;
   userAgent: string;
   metrics?: HookpostMetrics;
-}
-
-interface Job {
-  job: ClaimedDelivery;
-  endpoint: DispatchEndpoint | undefined;
-  /** Local clock (ms) by which the lease surely ends: claim start + lease. */
-  leaseEndsAt: number;
 }
 
 /**
@@ -56,12 +48,11 @@ export class Dispatcher {
   private readonly sender: Sender;
   private readonly endpoints: EndpointCache;
   private readonly completions: CompletionWriter;
-  private readonly policy: RetryPolicy;
+  private readonly attempts: AttemptRunner;
   private readonly local: LocalQueues<Job>;
+  private readonly signal = new WakeSignal();
   private inFlight = 0;
   private stopping = false;
-  private wakeUp: (() => void) | undefined;
-  private wokenWhileBusy = false;
   private waitingForCapacity = false;
   private loop: Promise<void> | undefined;
   private stopMaintenance: (() => void) | undefined;
@@ -96,7 +87,15 @@ export class Dispatcher {
       undefined,
       config.opsEventsPerMinute,
     );
-    this.policy = config.policies.retry;
+    this.attempts = new AttemptRunner({
+      sql: deps.sql,
+      config,
+      log: deps.log,
+      sender: this.sender,
+      endpoints: this.endpoints,
+      completions: this.completions,
+      policy: config.policies.retry,
+    });
     // One endpoint may hold at most a quarter of this process's HTTP slots (at least 4), so a
     // partner that hangs until the timeout cannot starve the others.
     this.local = new LocalQueues(Math.max(4, Math.ceil(config.dispatchConcurrency / 4)));
@@ -108,41 +107,17 @@ export class Dispatcher {
   }
 
   async start(): Promise<void> {
-    const listener = await this.deps.sql.listen(WAKEUP_CHANNEL, () => this.wake());
+    const listener = await this.deps.sql.listen(WAKEUP_CHANNEL, () => this.signal.wake());
     this.unlisten = listener.unlisten;
     await this.endpoints.start();
     this.stopMaintenance = startMaintenance(
       this.deps.sql,
       this.deps.config,
       this.deps.log,
-      () => this.wake(),
+      () => this.signal.wake(),
       this.deps.metrics,
     );
     this.loop = this.claimLoop();
-  }
-
-  private wake(): void {
-    const resolve = this.wakeUp;
-    this.wakeUp = undefined;
-    // A wake-up while the loop is busy (claiming, asking for the next due time) is kept for the
-    // next sleep: otherwise a NOTIFY landing between "nothing due" and "sleep" is lost and the
-    // new work waits for the poll interval.
-    if (resolve) resolve();
-    else this.wokenWhileBusy = true;
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.wokenWhileBusy) {
-      this.wokenWhileBusy = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wake(), ms);
-      this.wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 
   private async claimLoop(): Promise<void> {
@@ -185,13 +160,13 @@ export class Dispatcher {
         // disabled endpoint's or open circuit's rows are parked, never due): look again soon,
         // or as soon as a slot frees up.
         if (untilDue <= 0) await this.waitForCapacity(BUSY_RECHECK_MS);
-        else await this.sleep(Math.min(untilDue, config.pollIntervalMs));
+        else await this.signal.sleep(Math.min(untilDue, config.pollIntervalMs));
       } catch (error) {
         this.unanswered.failed();
         failures++;
         // One line for the first failure, then at 2, 4, 8 …: an outage must not flood the log.
         if ((failures & (failures - 1)) === 0) log.error({ ...errorFields(error), failures }, 'claim failed');
-        await this.sleep(Math.min(CLAIM_RETRY_MAX_MS, 50 * 2 ** failures));
+        await this.signal.sleep(Math.min(CLAIM_RETRY_MAX_MS, 50 * 2 ** failures));
       }
     }
   }
@@ -205,7 +180,7 @@ export class Dispatcher {
 
   private async waitForCapacity(maxMs: number): Promise<void> {
     this.waitingForCapacity = true;
-    await this.sleep(maxMs);
+    await this.signal.sleep(maxMs);
     this.waitingForCapacity = false;
   }
 
@@ -239,59 +214,14 @@ export class Dispatcher {
       const next = this.local.take();
       if (!next) return;
       this.inFlight++;
-      void this.deliver(next.item).finally(() => {
+      void this.attempts.run(next.item).finally(() => {
         this.inFlight--;
         this.local.done(next.endpointId);
         this.startSends();
-        if (this.waitingForCapacity) this.wake();
+        if (this.waitingForCapacity) this.signal.wake();
         if (this.inFlight === 0) for (const resolve of this.idleResolvers.splice(0)) resolve();
       });
     }
-  }
-
-  private async deliver({ job, endpoint: claimedWith, leaseEndsAt }: Job): Promise<void> {
-    const { config, log } = this.deps;
-    // A change announced while the job waited in the local buffer (rotation, disable) applies.
-    let endpoint = claimedWith && this.endpoints.freshOrReload(job.endpointId);
-    if (endpoint instanceof Promise) endpoint = await endpoint.catch(() => claimedWith);
-    // Out of lease (it waited too long in the buffer): sending now could outlive the lease.
-    const tooLate = !leaseCoversAttempt(
-      Date.now(),
-      leaseEndsAt,
-      config.requestTimeoutMs,
-      config.leaseSeconds,
-    );
-    if (!endpoint?.enabled || tooLate) {
-      // Disabled (or deleted) between claim and send, or out of lease: hand it back uncharged;
-      // the queue-state rule parks or cancels it.
-      await releaseClaims(this.deps.sql, [job]).catch((error: unknown) =>
-        log.warn(
-          { ...errorFields(error), deliveryId: job.id },
-          'handing back a claim failed; its lease will run out',
-        ),
-      );
-      return;
-    }
-    const startedAt = new Date();
-    const headers = attemptHeaders(endpoint, job, Math.floor(startedAt.getTime() / 1000));
-    // An endpoint whose secrets cannot be decrypted fails alone, as a retryable attempt that
-    // sends nothing: its deliveries back off and its breaker parks them until the key is back.
-    const result: SendResult = endpoint.unavailable
-      ? {
-          outcome: { kind: 'retryable', errorClass: SECRET_UNAVAILABLE },
-          durationMs: 0,
-          snippet: null,
-          error: endpoint.unavailable,
-        }
-      : await this.sender.send({ url: endpoint.url, headers, body: job.payload });
-    // The endpoint's own max_attempts / backoff override the global policy (sql/0007).
-    const decision = nextAttempt(
-      job.attempt,
-      result.outcome,
-      policyFor(this.policy, endpoint.retry),
-      Math.random,
-    );
-    this.completions.add(attemptRecord(job, startedAt, result, decision), leaseEndsAt);
   }
 
   /**
@@ -307,7 +237,7 @@ export class Dispatcher {
     const started = Date.now();
     this.stopping = true;
     this.stopMaintenance?.();
-    this.wake();
+    this.signal.wake();
     // Each step that waits on the database is bounded: one that never answers must not hold
     // the stop (its claims then wait out their leases, like a crash's).
     const stepsEndBy = started + config.shutdownTimeoutMs;
