@@ -16,6 +16,7 @@ import { migrate, readMigrations } from './db/migrate.js';
 import { ensureMessageLogIndex } from './deliveries/message-log.js';
 import { createWaker } from './deliveries/wakeup.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
+import { closeDispatcherPools, openDispatcherPools } from './dispatch/pools.js';
 import { startResealing } from './endpoints/reseal.js';
 import { createSecretBox } from './endpoints/secrets.js';
 import { EndpointStore } from './endpoints/store.js';
@@ -138,17 +139,9 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
   // Only once the listeners are open: a process that cannot serve its API exits instead of
   // carrying on as a headless dispatcher.
   if (roles.dispatcher) {
-    // Dispatcher bookkeeping commits asynchronously: losing the last few claims or results in a
-    // PostgreSQL crash only means a delivery is sent again with the same webhook-id
-    // (at-least-once), and it saves a disk flush per batch. Enqueue stays synchronous.
-    const dispatchSql = connect(database.url, {
-      max: 8,
-      asyncCommit: true,
-      genericPlans: true,
-      applicationName: 'hookpost-dispatcher',
-    });
+    const pools = openDispatcherPools(database.url);
     const dispatcher = new Dispatcher({
-      sql: dispatchSql,
+      ...pools,
       config,
       log,
       secrets,
@@ -156,7 +149,7 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
       metrics,
     });
     await dispatcher.start();
-    closers.unshift(() => dispatchSql.end({ timeout: 5 }));
+    closers.unshift(() => closeDispatcherPools(pools));
     closers.unshift(() => dispatcher.stop());
     log.info({ concurrency: config.dispatchConcurrency }, 'dispatcher started');
   }

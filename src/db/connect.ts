@@ -19,12 +19,15 @@ export interface ConnectOptions {
    */
   connectTimeoutSeconds?: number;
   /**
-   * Plan each prepared statement once per connection (plan_cache_mode = force_generic_plan)
-   * instead of letting PostgreSQL re-plan it per execution: for the dispatcher's fixed-shape
-   * batch statements, whose plans do not depend on their parameters (docs/architecture.md,
-   * "Generic plans").
+   * How the pool's prepared statements are planned (plan_cache_mode), unset for PostgreSQL's
+   * default (`auto`):
+   * - 'generic': once per connection (force_generic_plan), for fixed-shape batch statements whose
+   *   plans depend neither on their parameters nor on how large the queue is;
+   * - 'custom': at every execution (force_custom_plan), for the claim: its best plan does depend
+   *   on the queue's size, and a plan made once on a near-empty queue scanned the whole queue in
+   *   every later claim (docs/architecture.md, "Generic plans").
    */
-  genericPlans?: boolean;
+  plans?: 'generic' | 'custom';
 }
 
 /** Opens a pool. Notices are dropped: they are noise such as "relation already exists, skipping". */
@@ -37,7 +40,7 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
     jit: 'off',
   };
   if (options.asyncCommit) connection.synchronous_commit = 'off';
-  if (options.genericPlans) connection.plan_cache_mode = 'force_generic_plan';
+  if (options.plans) connection.plan_cache_mode = `force_${options.plans}_plan`;
   return postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},

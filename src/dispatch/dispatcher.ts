@@ -24,6 +24,11 @@ import { WakeSignal } from './wake-signal.js';
 
 export interface DispatcherDeps {
   sql: Sql;
+  /**
+   * The pool claims run on (default: `sql`): in production one that plans each claim afresh
+   * (plans 'custom', db/connect.ts), because the claim's best plan depends on the queue's size.
+   */
+  claimSql?: Sql;
   config: Config;
   log: Logger;
   secrets: SecretBox;
@@ -136,7 +141,7 @@ export class Dispatcher {
         await this.unanswered.handBack(sql, log);
         const limitedEndpoints = await this.limitedEndpointsExist();
         const claimStartedAt = Date.now();
-        const claimed = await claimDue(sql, {
+        const claimed = await claimDue(this.deps.claimSql ?? sql, {
           limit: want,
           leaseSeconds: config.leaseSeconds,
           saturated,
