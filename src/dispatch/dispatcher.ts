@@ -60,7 +60,7 @@ export class Dispatcher {
   private stopping = false;
   private waitingForCapacity = false;
   private loop: Promise<void> | undefined;
-  private stopMaintenance: (() => void) | undefined;
+  private stopMaintenance: (() => Promise<void>) | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private idleResolvers: (() => void)[] = [];
   /** Whether limited endpoints exist (the claim's slower, locking path), re-checked each second. */
@@ -241,7 +241,7 @@ export class Dispatcher {
     const { config, log } = this.deps;
     const started = Date.now();
     this.stopping = true;
-    this.stopMaintenance?.();
+    const maintenanceStopped = this.stopMaintenance?.();
     this.signal.wake();
     // Each step that waits on the database is bounded: one that never answers must not hold
     // the stop (its claims then wait out their leases, like a crash's).
@@ -252,6 +252,7 @@ export class Dispatcher {
         stepsEndBy,
       );
     await beforeDeadline(this.loop, stepsEndBy);
+    await step(maintenanceStopped, 'stopping the maintenance tasks failed');
     await step(this.unlisten?.(), 'unlisten failed');
     await step(this.endpoints.stop(), 'stopping the endpoint cache failed');
     const unsent = this.local.drain().map((q) => q.job);

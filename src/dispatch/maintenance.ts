@@ -14,25 +14,34 @@ import type { HookpostMetrics } from '../metrics/registry.js';
 import { summarizeDeadLetterMinutes } from '../ops-events/events.js';
 import { startRetention } from '../retention/schedule.js';
 
-/** Starts the timers; `onWork` is called when something became due (wake the claim loop). */
+/**
+ * Starts the timers; `onWork` is called when something became due (wake the claim loop). Returns
+ * the stopper: no task starts after it, and it resolves once the tasks still running are done,
+ * so that the caller closes the pool only after their last statement (a task whose next
+ * statement met a closed pool logged a spurious failure at every shutdown).
+ */
 export function startMaintenance(
   sql: Sql,
   config: Config,
   log: Logger,
   onWork: () => void,
   metrics?: HookpostMetrics,
-): () => void {
+): () => Promise<void> {
   const policy = config.policies.breaker;
+  const running = new Set<Promise<void>>();
+  let stopped = false;
   const guarded = (name: string, task: () => Promise<void>) => {
-    let running = false;
+    let busy = false;
     return () => {
-      if (running) return;
-      running = true;
-      task()
+      if (busy || stopped) return;
+      busy = true;
+      const run: Promise<void> = task()
         .catch((error: unknown) => log.error({ task: name, ...errorFields(error) }, 'maintenance failed'))
         .finally(() => {
-          running = false;
+          busy = false;
+          running.delete(run);
         });
+      running.add(run);
     };
   };
   const reap = guarded('reaper', async () => {
@@ -80,8 +89,10 @@ export function startMaintenance(
   ];
   // Retention (src/retention/): its own timer, one pass at a time across all processes.
   const stopRetention = startRetention(sql, config, log, metrics?.retention);
-  return () => {
+  return async () => {
+    stopped = true;
     for (const t of timers) clearInterval(t);
     stopRetention();
+    await Promise.all(running);
   };
 }
