@@ -19,15 +19,19 @@ export interface ConnectOptions {
    */
   connectTimeoutSeconds?: number;
   /**
-   * How the pool's prepared statements are planned (plan_cache_mode), unset for PostgreSQL's
-   * default (`auto`):
-   * - 'generic': once per connection (force_generic_plan), for fixed-shape batch statements whose
-   *   plans depend neither on their parameters nor on how large the queue is;
-   * - 'custom': at every execution (force_custom_plan), for the claim: its best plan does depend
-   *   on the queue's size, and a plan made once on a near-empty queue scanned the whole queue in
-   *   every later claim (docs/architecture.md, "Generic plans").
+   * Plan each prepared statement once per connection (plan_cache_mode = force_generic_plan)
+   * instead of letting PostgreSQL re-plan it per execution: for the dispatcher's fixed-shape
+   * batch statements, whose plans do not depend on their parameters (docs/architecture.md,
+   * "Generic plans").
    */
-  plans?: 'generic' | 'custom';
+  genericPlans?: boolean;
+  /**
+   * Plans of index lookups and nested loops only (enable_seqscan, enable_hashjoin and
+   * enable_mergejoin off): for the claim, whose generic plan is made once with the tables' sizes
+   * of that moment. Made on a near-empty queue, it scanned the whole queue in every later claim;
+   * pinned to lookups, its cost follows the rows it claims at any size ("Generic plans").
+   */
+  lookupPlans?: boolean;
 }
 
 /** Opens a pool. Notices are dropped: they are noise such as "relation already exists, skipping". */
@@ -40,7 +44,12 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
     jit: 'off',
   };
   if (options.asyncCommit) connection.synchronous_commit = 'off';
-  if (options.plans) connection.plan_cache_mode = `force_${options.plans}_plan`;
+  if (options.genericPlans) connection.plan_cache_mode = 'force_generic_plan';
+  if (options.lookupPlans) {
+    connection.enable_seqscan = 'off';
+    connection.enable_hashjoin = 'off';
+    connection.enable_mergejoin = 'off';
+  }
   return postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},

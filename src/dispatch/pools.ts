@@ -4,8 +4,9 @@
  * (at-least-once), and it saves a disk flush per batch (enqueue stays synchronous).
  * - `sql`: completions, hand-backs, maintenance; fixed-shape batch statements, planned once per
  *   connection (generic plans);
- * - `claimSql`: the claim loop, one claim at a time, planned at every execution: the claim's best
- *   plan depends on the queue's size (docs/architecture.md, "Generic plans").
+ * - `claimSql`: the claim loop, one claim at a time: generic plans too, pinned to index lookups
+ *   and nested loops, so that a plan made on a near-empty queue stays right when the queue has
+ *   grown (docs/architecture.md, "Generic plans").
  */
 import { connect, type Sql } from '../db/connect.js';
 
@@ -19,13 +20,14 @@ export function openDispatcherPools(url: string): DispatcherPools {
     sql: connect(url, {
       max: 8,
       asyncCommit: true,
-      plans: 'generic',
+      genericPlans: true,
       applicationName: 'hookpost-dispatcher',
     }),
     claimSql: connect(url, {
       max: 2,
       asyncCommit: true,
-      plans: 'custom',
+      genericPlans: true,
+      lookupPlans: true,
       applicationName: 'hookpost-dispatcher-claims',
     }),
   };

@@ -20,14 +20,14 @@ describe('connect: plan cache mode', () => {
   let generic: Sql;
   before(async () => {
     db = await createTestDatabase();
-    generic = connect(db.url, { max: 1, plans: 'generic' }); // one connection: pg_prepared_statements is per session
+    generic = connect(db.url, { max: 1, genericPlans: true }); // one connection: pg_prepared_statements is per session
   });
   after(async () => {
     await generic.end();
     await db.drop();
   });
 
-  it("plans 'generic' sets force_generic_plan; the default pool keeps auto", async () => {
+  it('genericPlans sets force_generic_plan; the default pool keeps auto', async () => {
     const [g] = await generic<{ plan_cache_mode: string }[]>`SHOW plan_cache_mode`;
     const [d] = await db.sql<{ plan_cache_mode: string }[]>`SHOW plan_cache_mode`;
     assert.equal(g!.plan_cache_mode, 'force_generic_plan');

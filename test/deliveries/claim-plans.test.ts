@@ -1,7 +1,8 @@
 /**
- * The claim's plan depends on how large the queue is: the dispatcher's claim pool plans it at
- * every execution (src/dispatch/pools.ts), because a plan made once on a near-empty queue joined
- * the rows it locked back to the queue by scanning the whole table, in every later claim.
+ * The claim's generic plan is made once, with the queue's size of that moment: made on a
+ * near-empty queue it joined the rows it locked back to the queue by scanning the whole table, in
+ * every later claim. The dispatcher's claim pool pins it to index and TID lookups
+ * (src/dispatch/pools.ts, lookupPlans).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -18,7 +19,7 @@ describe('claim plans', () => {
     db = await createTestDatabase();
     pools = openDispatcherPools(db.url);
     // The control: one connection, so that its one cached plan is the one made first.
-    generic = connect(db.url, { max: 1, plans: 'generic' });
+    generic = connect(db.url, { max: 1, genericPlans: true });
   });
   after(async () => {
     await Promise.all([closeDispatcherPools(pools), generic.end()]);
