@@ -25,8 +25,8 @@ import { WakeSignal } from './wake-signal.js';
 export interface DispatcherDeps {
   sql: Sql;
   /**
-   * The pool claims run on (default: `sql`): in production one that plans each claim afresh
-   * (plans 'custom', db/connect.ts), because the claim's best plan depends on the queue's size.
+   * The pool claims run on (default: `sql`): in production one whose plans are pinned to index
+   * and TID lookups (dispatch/pools.ts), because the claim's best plan depends on the queue's size.
    */
   claimSql?: Sql;
   config: Config;
