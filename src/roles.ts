@@ -108,7 +108,7 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
       adminToken: admin.token,
       endpoints: new EndpointStore(sql, secrets),
       migrationCount,
-      onEnqueued: () => waker.poke(),
+      waker,
       background,
       metrics,
     });

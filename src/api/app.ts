@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
 import { migrationsApplied } from '../db/migrate.js';
 import { createBacklogGuard } from '../deliveries/backlog.js';
+import { NO_WAKE_UPS, type WakeUps } from '../deliveries/wakeup.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { Logger } from '../log.js';
 import { createMetrics, type HookpostMetrics } from '../metrics/registry.js';
@@ -36,8 +37,8 @@ export interface AppDeps {
   adminToken: string;
   endpoints: EndpointStore;
   migrationCount: number;
-  /** Called after new deliveries are committed, to wake dispatchers. */
-  onEnqueued?: () => void;
+  /** Wakes the dispatchers when new deliveries are committed. */
+  waker?: WakeUps;
   /** Where long-running work started by a request (bulk replay) is tracked for shutdown. */
   background?: BackgroundTasks;
   /**
@@ -88,7 +89,7 @@ export function createApp(deps: AppDeps) {
     testEventRoutes({
       sql: deps.sql,
       endpoints: deps.endpoints,
-      onEnqueued: deps.onEnqueued ?? (() => {}),
+      waker: deps.waker ?? NO_WAKE_UPS,
       metrics,
     }),
   );
@@ -110,7 +111,7 @@ export function createApp(deps: AppDeps) {
       maxBatchBytes: deps.config.maxBatchBytes,
       backlogLimit: deps.config.backlogLimit,
       backlog: createBacklogGuard(deps.sql),
-      onEnqueued: deps.onEnqueued ?? (() => {}),
+      waker: deps.waker ?? NO_WAKE_UPS,
       metrics,
       catalog,
     }),

@@ -7,6 +7,7 @@ import { enqueue } from '../deliveries/enqueue.js';
 import { EnqueueError, type EnqueueItem, type EnqueueResult } from '../deliveries/enqueue-types.js';
 import { DELIVERY_STATUSES, type DeliveryRow, getDelivery, listDeliveries } from '../deliveries/read.js';
 import { listReplaysOf } from '../deliveries/replay.js';
+import type { WakeUps } from '../deliveries/wakeup.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { firstMismatch, type SchemaCatalog } from '../tenants/event-types.js';
 import { takeTokens } from '../tenants/rate-limit.js';
@@ -41,7 +42,7 @@ export interface DeliveryRoutesDeps {
   maxBatchBytes: number;
   backlogLimit: number;
   backlog: BacklogGuard;
-  onEnqueued: () => void;
+  waker: WakeUps;
   metrics: HookpostMetrics;
   /** Event-type schemas that payloads are validated against. */
   catalog: SchemaCatalog;
@@ -233,11 +234,12 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   async function run(caller: Caller, items: EnqueueItem[], batch: boolean) {
     await checkRate(caller, items.length);
     try {
-      const results = await enqueue(deps.sql, caller, items);
+      const notify = deps.waker.takeForCommit();
+      const results = await enqueue(deps.sql, caller, items, { notify });
       let queued = 0;
       for (const r of results) if (!r.duplicate) queued += r.deliveries.length;
       if (queued > 0) {
-        deps.onEnqueued();
+        if (!notify) deps.waker.poke();
         deps.metrics.deliveriesEnqueued.inc(queued);
       }
       return results;

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
 import { enqueue } from '../deliveries/enqueue.js';
 import { EnqueueError } from '../deliveries/enqueue-types.js';
+import type { WakeUps } from '../deliveries/wakeup.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
 import { type ApiEnv, callerOf } from './auth.js';
@@ -35,7 +36,7 @@ documentRoute({
 export interface TestEventDeps {
   sql: Sql;
   endpoints: EndpointStore;
-  onEnqueued: () => void;
+  waker: WakeUps;
   metrics: HookpostMetrics;
 }
 
@@ -60,24 +61,30 @@ export function testEventRoutes(deps: TestEventDeps) {
       }),
     );
     let result: Awaited<ReturnType<typeof enqueue>>[number] | undefined;
+    const notify = deps.waker.takeForCommit();
     try {
-      [result] = await enqueue(deps.sql, caller, [
-        {
-          tenantId: endpoint.tenantId,
-          endpointId: id,
-          eventType: TEST_EVENT_TYPE,
-          eventId: null,
-          orderingKey: null,
-          idempotencyKey: null,
-          payload,
-        },
-      ]);
+      [result] = await enqueue(
+        deps.sql,
+        caller,
+        [
+          {
+            tenantId: endpoint.tenantId,
+            endpointId: id,
+            eventType: TEST_EVENT_TYPE,
+            eventId: null,
+            orderingKey: null,
+            idempotencyKey: null,
+            payload,
+          },
+        ],
+        { notify },
+      );
     } catch (error) {
       // Deleted between the read and the enqueue (the enqueue checks inside its transaction).
       if (error instanceof EnqueueError && error.kind === 'endpoint_not_found') notFound('endpoint', id);
       throw error;
     }
-    deps.onEnqueued();
+    if (!notify) deps.waker.poke();
     deps.metrics.deliveriesEnqueued.inc(result!.deliveries.length);
     return c.json(
       {

@@ -5,12 +5,14 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { Executor, Fragment, Sql } from '../db/connect.js';
 import { utf8Server } from '../db/encoding.js';
+import { pipelinedTransaction } from '../db/transaction.js';
 import { newIds } from '../ids.js';
 import { DEFAULT_TENANT, type TenantScope, tenantIs } from '../tenants/scope.js';
 import { EnqueueError, type EnqueueItem, type EnqueueResult, type Producer } from './enqueue-types.js';
 import { hasKey, requestHashOf, resolveDuplicates } from './idempotency.js';
 import { numberedByKey, type OrderingKey, releaseHeads } from './ordering.js';
 import { initialAt } from './queue-state.js';
+import { WAKEUP_CHANNEL } from './wakeup.js';
 
 /**
  * All payloads as one bytea parameter plus offsets: postgres.js sends a Buffer as one native hex
@@ -84,11 +86,21 @@ interface CreatedRow {
   status: string | null;
 }
 
+export interface EnqueueOptions {
+  /** Send the dispatchers' wake-up NOTIFY in this transaction (Waker.takeForCommit). */
+  notify?: boolean;
+}
+
 /**
  * Writes all items atomically: either every item is queued (or recognised as a duplicate) or
  * nothing is written. Resolves only after COMMIT, so a 2xx means the rows are on disk.
  */
-export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]): Promise<EnqueueResult[]> {
+export async function enqueue(
+  sql: Sql,
+  producer: Producer,
+  items: EnqueueItem[],
+  options: EnqueueOptions = {},
+): Promise<EnqueueResult[]> {
   const ids = newIds('msg_', items.length);
   // An explicit endpoint gets exactly one delivery, so its id is made here (cheaper than in SQL).
   const explicitIds = newIds('dlv_', items.filter((i) => i.endpointId !== null).length);
@@ -109,7 +121,10 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
   const packed = packPayloads(items.map((i) => i.payload));
   // Tenants the request named, created on first use (a live one costs an index probe).
   const named = [...new Set(items.map((i) => i.tenantId).filter((t): t is string => t !== null))];
-  return sql.begin(async (tx) => {
+  // BEGIN, the NOTIFY and the endpoint check go out together: one round trip (db/transaction.ts).
+  return pipelinedTransaction(sql, async (tx) => {
+    const woken = options.notify ? tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`.execute() : undefined;
+    woken?.catch(() => {}); // awaited below; a failure fails the statements after it as well
     const tenants = await lockExplicitEndpoints(tx, producer, items);
     // One statement for the whole batch: messages, then their deliveries (one per target
     // endpoint, fan-out by subscription when endpoint_id is absent). ON CONFLICT DO NOTHING
@@ -199,6 +214,7 @@ export async function enqueue(sql: Sql, producer: Producer, items: EnqueueItem[]
                FROM inserted i LEFT JOIN created c ON c.message_id = i.id`
       }`;
 
+    await woken;
     if (predictable) {
       const count = created[0]?.count;
       if (count !== items.length)

@@ -10,8 +10,21 @@ export const WAKEUP_CHANNEL = 'hookpost_work';
 export interface Waker {
   /** Asks for a wake-up notification soon; calls within one interval share one NOTIFY. */
   poke(): void;
+  /**
+   * Whether the caller should send the next notification itself, inside the transaction that
+   * writes the work (NOTIFY is delivered at its commit): true when one is due now (none sent in
+   * the last interval, none scheduled), and then it counts as sent. At low rates this spares the
+   * separate NOTIFY statement, a round trip per request; under load the debounce stays as it was.
+   */
+  takeForCommit(): boolean;
   close(): void;
 }
+
+/** What the enqueue routes need of a Waker. */
+export type WakeUps = Pick<Waker, 'poke' | 'takeForCommit'>;
+
+/** For an API without dispatchers to wake (tests of the routes alone). */
+export const NO_WAKE_UPS: WakeUps = { poke: () => {}, takeForCommit: () => false };
 
 export function createWaker(sql: Sql, intervalMs = 5): Waker {
   let timer: NodeJS.Timeout | undefined;
@@ -29,6 +42,11 @@ export function createWaker(sql: Sql, intervalMs = 5): Waker {
       const wait = Math.max(0, lastSent + intervalMs - Date.now());
       if (wait === 0) send();
       else timer = setTimeout(send, wait);
+    },
+    takeForCommit() {
+      if (timer || Date.now() < lastSent + intervalMs) return false;
+      lastSent = Date.now();
+      return true;
     },
     close() {
       if (timer) clearTimeout(timer);

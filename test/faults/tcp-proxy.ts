@@ -3,7 +3,8 @@
  * refused, as when the server is down) and restore, without touching the shared test server.
  * It can also lose one answer: a statement runs and commits, and its connection dies before the
  * client hears of it. For that it follows the server's side of the wire protocol (type byte,
- * length, body) on every connection.
+ * length, body) on every connection. And it counts round trips: how often a client sent again
+ * after the server had answered (pipelined statements travel in one turn).
  */
 import net from 'node:net';
 
@@ -21,6 +22,8 @@ export interface CuttableProxy {
    * it (at its next idle ReadyForQuery). Resolves once that happened.
    */
   loseNextAnswerContaining(text: string): Promise<void>;
+  /** Round trips so far, over all connections: client sends that follow an answer. */
+  turns(): number;
   close(): Promise<void>;
 }
 
@@ -38,6 +41,7 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
   const sockets = new Set<net.Socket>();
   let armed: LoseAnswer | undefined;
   let stalled = false;
+  let turns = 0;
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, '127.0.0.1');
     for (const s of [client, upstream]) {
@@ -46,6 +50,11 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
       s.on('error', () => {});
     }
     client.pipe(upstream);
+    let answered = true;
+    client.on('data', () => {
+      if (answered) turns++;
+      answered = false;
+    });
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
 
@@ -100,7 +109,10 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
           if (!doomed) out.push(...held.splice(0));
         }
       }
-      if (out.length > 0) client.write(Buffer.concat(out));
+      if (out.length > 0) {
+        answered = true;
+        client.write(Buffer.concat(out));
+      }
     });
   });
   const listen = (port: number) =>
@@ -136,6 +148,7 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
       new Promise<void>((done) => {
         armed = { text: Buffer.from(text), done };
       }),
+    turns: () => turns,
     close: async () => {
       if (server.listening) await stop();
     },

@@ -1,0 +1,83 @@
+/**
+ * The enqueue's round trips and its wake-up: BEGIN, the NOTIFY and the endpoint check travel
+ * together (db/transaction.ts), and a NOTIFY sent inside the transaction is heard at its commit
+ * only; the Waker decides when a request carries it (takeForCommit) and when it debounces.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect, type Sql } from '../../src/db/connect.js';
+import { enqueue } from '../../src/deliveries/enqueue.js';
+import { createWaker, WAKEUP_CHANNEL } from '../../src/deliveries/wakeup.js';
+import { type CuttableProxy, startProxy } from '../faults/tcp-proxy.js';
+import { createTestApp, createTestDatabase, type TestDatabase, waitFor } from '../helpers.js';
+
+describe('enqueue: round trips and the wake-up NOTIFY', () => {
+  let db: TestDatabase;
+  let proxy: CuttableProxy;
+  let viaProxy: Sql;
+  let endpointId: string;
+  let heard = 0;
+  let unlisten: () => Promise<void>;
+
+  before(async () => {
+    db = await createTestDatabase();
+    const { send } = await createTestApp(db);
+    endpointId = (await (await send('POST', '/v1/endpoints', { url: 'http://127.0.0.1:9/x' })).json()).id;
+    proxy = await startProxy(Number(new URL(db.url).port));
+    viaProxy = connect(proxy.via(db.url), { max: 1 });
+    ({ unlisten } = await db.sql.listen(WAKEUP_CHANNEL, () => heard++));
+  });
+  after(async () => {
+    await unlisten?.();
+    await viaProxy?.end({ timeout: 5 });
+    await proxy?.close();
+    await db?.drop();
+  });
+
+  const producer = { keyId: 'admin', tenantId: null };
+  const item = (endpoint = endpointId) => ({
+    tenantId: null,
+    endpointId: endpoint,
+    eventType: 't',
+    eventId: null,
+    orderingKey: null,
+    idempotencyKey: null,
+    payload: Buffer.from('{"n":1}'),
+  });
+
+  it('takes three round trips: BEGIN with the NOTIFY and the endpoint check, the statement, COMMIT', async () => {
+    await enqueue(viaProxy, producer, [item(), item()], { notify: true }); // statements' first use
+    const before = proxy.turns();
+    await enqueue(viaProxy, producer, [item(), item()], { notify: true });
+    assert.equal(proxy.turns() - before, 3);
+  });
+
+  it('is heard at commit when asked for, and not when the enqueue fails or did not ask', async () => {
+    const start = heard;
+    await enqueue(db.sql, producer, [item()], { notify: true });
+    await waitFor('the NOTIFY sent with the commit', () => heard > start);
+    const afterCommit = heard;
+    await assert.rejects(enqueue(db.sql, producer, [item('ep_missing')], { notify: true }), /not found/);
+    await enqueue(db.sql, producer, [item()]);
+    await sleep(300);
+    assert.equal(heard, afterCommit, 'a rolled-back NOTIFY is never sent, and none unless asked for');
+  });
+
+  it('lets a request carry the NOTIFY only when none was sent within the interval; else debounces', async () => {
+    const waker = createWaker(db.sql, 200);
+    try {
+      assert.equal(waker.takeForCommit(), true, 'nothing sent yet: this request carries it');
+      assert.equal(waker.takeForCommit(), false, 'within the interval of the one carried');
+      const start = heard;
+      waker.poke(); // schedules the trailing NOTIFY at the end of the interval
+      await sleep(250);
+      assert.equal(waker.takeForCommit(), false, 'just sent by the trailing timer');
+      await waitFor('the trailing NOTIFY', () => heard > start);
+      await sleep(250);
+      assert.equal(waker.takeForCommit(), true, 'an interval after the last one');
+    } finally {
+      waker.close();
+    }
+  });
+});
