@@ -75,7 +75,7 @@ export async function createTestApp(
     adminToken: TOKEN,
     endpoints: new EndpointStore(db.sql, createSecretBox(config.secretKey, config.secretKeyPrevious)),
     migrationCount: (await readMigrations()).length,
-    onEnqueued: () => waker.poke(),
+    waker,
     metrics: options.metrics,
   });
   const send = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
@@ -137,7 +137,7 @@ export async function waitFor<T>(what: string, check: () => Promise<T> | T, time
 export async function startTestDispatcher(
   db: TestDatabase,
   env: Record<string, string> = {},
-  options: { metrics?: HookpostMetrics } = {},
+  options: { metrics?: HookpostMetrics; claimSql?: Sql } = {},
 ) {
   const { Dispatcher } = await import('../src/dispatch/dispatcher.js');
   const config = testConfig({
@@ -152,6 +152,7 @@ export async function startTestDispatcher(
     secrets: createSecretBox(config.secretKey, config.secretKeyPrevious),
     userAgent: 'hookpost/test',
     metrics: options.metrics,
+    claimSql: options.claimSql,
   });
   await dispatcher.start();
   return dispatcher;

@@ -16,6 +16,11 @@ export interface ClaimedDelivery {
   payload: Buffer;
   /** Its number within its (endpoint, ordering key), sent as hookpost-sequence; null when unkeyed. */
   sequence: string | null;
+  /**
+   * The endpoint's `config_version` as the claim read it: the endpoint cache compares it with
+   * its own, so a change committed before the claim is seen without a query of its own.
+   */
+  endpointVersion: string;
 }
 
 /**
@@ -32,6 +37,7 @@ const ENDPOINT_ID = 2;
 const ATTEMPT = 3;
 const PAYLOAD = 4;
 const SEQUENCE = 5;
+const ENDPOINT_VERSION = 6;
 
 export interface ClaimOptions {
   limit: number;
@@ -93,6 +99,7 @@ export async function claimDue(sql: Sql, options: ClaimOptions): Promise<Claimed
     // keeps the socket chunk it sits in alive until the delivery is done). Otherwise bytea's hex.
     payload: asText ? r[PAYLOAD]! : Buffer.from(text(r[PAYLOAD]).slice(2), 'hex'),
     sequence: r[SEQUENCE] === null ? null : text(r[SEQUENCE]),
+    endpointVersion: text(r[ENDPOINT_VERSION]),
   }));
 }
 
@@ -123,7 +130,7 @@ function claimStatement(
       SELECT w.endpoint_id FROM waiting w WHERE w.endpoint_id IS NOT NULL AND NOT (w.endpoint_id = ANY(${skip}::text[]))
     ),
     allowance AS (
-      SELECT e.id AS endpoint_id, h.state, h.probe_delivery_id,
+      SELECT e.id AS endpoint_id, e.config_version, h.state, h.probe_delivery_id,
         e.rate_limit_per_second AS rate,
         -- a bucket holds at most a fifth of a second's worth (at least 1): small bursts only
         LEAST(greatest(1, e.rate_limit_per_second / 5),
@@ -141,7 +148,7 @@ function claimStatement(
       JOIN endpoint_health h ON h.endpoint_id = e.id
     ),
     picked AS (
-      SELECT p.tid, a.endpoint_id FROM allowance a CROSS JOIN LATERAL (
+      SELECT p.tid, a.endpoint_id, a.config_version FROM allowance a CROSS JOIN LATERAL (
         SELECT q.ctid AS tid FROM delivery_queue q
         WHERE q.endpoint_id = a.endpoint_id AND q.lease_expires_at IS NULL AND q.next_attempt_at <= now()
           AND (a.state = 'closed' OR q.delivery_id = a.probe_delivery_id)
@@ -168,7 +175,8 @@ function claimStatement(
     FROM picked, messages m
     WHERE q.ctid = picked.tid AND m.id = q.message_id
     RETURNING q.delivery_id, q.message_id, q.endpoint_id, q.attempt_count,
-      ${asText ? tx`convert_from(m.payload, 'UTF8')` : tx`m.payload`}, q.sequence::text`.raw();
+      ${asText ? tx`convert_from(m.payload, 'UTF8')` : tx`m.payload`}, q.sequence::text,
+      picked.config_version::text`.raw();
 }
 
 /** Whether an enabled endpoint has a rate or concurrency limit: claims for it need the lock step. */

@@ -155,17 +155,22 @@ export class Dispatcher {
           // Until its rows are in the local queues, a failure (reading their endpoints) hands
           // them back by token; after that they are this process's to send.
           await this.enqueueLocal(claimed, claimStartedAt + config.leaseSeconds * 1000);
-          this.unanswered.answered();
-          continue; // there may be more due right now
         }
         this.unanswered.answered();
+        // A full batch: there may be more due right now. A short one took what it could: asking
+        // when the next row is due (below) instead of claiming again spares a claim per wake-up
+        // at low rates, where each round trip costs more than the rows it moves.
+        if (claimed.length >= want) continue;
         const next = await nextDueAt(sql);
         const untilDue = next ? next.getTime() - Date.now() : config.pollIntervalMs;
-        // Due rows that the claim did not take belong to saturated or limited endpoints (a
-        // disabled endpoint's or open circuit's rows are parked, never due): look again soon,
-        // or as soon as a slot frees up.
-        if (untilDue <= 0) await this.waitForCapacity(BUSY_RECHECK_MS);
-        else await this.signal.sleep(Math.min(untilDue, config.pollIntervalMs));
+        if (untilDue <= 0) {
+          // Still due after a short claim: rows it left to a per-endpoint share, or committed
+          // since. Claim again at once; after an empty claim they belong to saturated or limited
+          // endpoints (a disabled endpoint's or open circuit's rows are parked, never due): look
+          // again soon, or as soon as a slot frees up.
+          if (claimed.length > 0) continue;
+          await this.waitForCapacity(BUSY_RECHECK_MS);
+        } else await this.signal.sleep(Math.min(untilDue, config.pollIntervalMs));
       } catch (error) {
         this.unanswered.failed();
         failures++;
@@ -190,7 +195,8 @@ export class Dispatcher {
   }
 
   private async enqueueLocal(claimed: ClaimedDelivery[], leaseEndsAt: number): Promise<void> {
-    const endpoints = await this.endpoints.getMany(claimed.map((c) => c.endpointId));
+    const versions = new Map(claimed.map((c) => [c.endpointId, c.endpointVersion]));
+    const endpoints = await this.endpoints.getMany(versions.keys(), versions);
     for (const job of claimed)
       this.local.push(job.endpointId, { job, endpoint: endpoints.get(job.endpointId), leaseEndsAt });
     this.startSends();

@@ -1,9 +1,9 @@
 /**
  * What the dispatcher needs to send to an endpoint (URL, custom headers, decrypted signing keys),
  * cached per process and kept current two ways:
- * - once per claim batch, one cheap query compares each claimed endpoint's `config_version`
- *   with the cached one and reloads only what changed, so a rotation, URL or header change or a
- *   disable committed before the claim is seen by the very next attempt;
+ * - once per claim batch, each claimed endpoint's `config_version` (returned by the claim itself)
+ *   is compared with the cached one and only what changed is reloaded, so a rotation, URL or
+ *   header change or a disable committed before the claim is seen by the very next attempt;
  * - a NOTIFY from the endpoints trigger (sql/0004) marks an entry stale while its deliveries
  *   wait in the local buffer, and the attempt reloads it before sending.
  *
@@ -74,13 +74,17 @@ export class EndpointCache {
   }
 
   /**
-   * For a claim batch: checks the versions of the cached endpoints in one query and loads those
-   * that are new, changed or stale in one more. Unknown (deleted for good) ids map to undefined.
+   * For a claim batch: compares the versions of the cached endpoints, as the claim read them
+   * (`claimedVersions`) or else read by one query, and loads those that are new, changed or stale
+   * in one more. Unknown (deleted for good) ids map to undefined.
    */
-  async getMany(ids: Iterable<string>): Promise<Map<string, DispatchEndpoint | undefined>> {
+  async getMany(
+    ids: Iterable<string>,
+    claimedVersions?: Map<string, string>,
+  ): Promise<Map<string, DispatchEndpoint | undefined>> {
     const wanted = [...new Set(ids)];
     const cached = wanted.filter((id) => this.entries.has(id) && !this.entries.get(id)!.stale);
-    const versions = await endpointVersions(this.sql, cached);
+    const versions = claimedVersions ?? (await endpointVersions(this.sql, cached));
     const reload = wanted.filter((id) => {
       const entry = this.entries.get(id);
       return !entry || entry.stale || versions.get(id) !== entry.version;
