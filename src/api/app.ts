@@ -110,7 +110,7 @@ export function createApp(deps: AppDeps) {
       maxPayloadBytes: deps.config.maxPayloadBytes,
       maxBatchBytes: deps.config.maxBatchBytes,
       backlogLimit: deps.config.backlogLimit,
-      backlog: createBacklogGuard(deps.sql),
+      backlog: createBacklogGuard(deps.sql, deps.config.backlogLimit),
       waker: deps.waker ?? NO_WAKE_UPS,
       metrics,
       catalog,

@@ -169,9 +169,15 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   async function checkBacklog() {
     const due = await deps.backlog.dueCount();
     if (due > deps.backlogLimit) {
-      throw new HttpError(503, 'backlog_full', `${due} deliveries are waiting; try again later`, undefined, {
-        'retry-after': '5',
-      });
+      throw new HttpError(
+        503,
+        'backlog_full',
+        `more than ${deps.backlogLimit} deliveries are waiting; try again later`,
+        undefined,
+        {
+          'retry-after': '5',
+        },
+      );
     }
   }
 
