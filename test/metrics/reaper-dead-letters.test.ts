@@ -58,8 +58,14 @@ describe('dead letters from the lease reaper', () => {
         const [row] = await db.sql`SELECT status, last_error_class FROM deliveries WHERE id = ${deliveryId}`;
         return row?.status === 'dead_letter' && row.last_error_class === 'lease_expired';
       });
-      const scraped = parsePrometheusText(await (await t.request('/metrics')).text());
-      assert.equal(scraped.value('hookpost_dead_letters_total', {}), 1);
+      // The reaper counts after its statement answers, a moment after the row reads dead_letter.
+      const counted = async () =>
+        parsePrometheusText(await (await t.request('/metrics')).text()).value(
+          'hookpost_dead_letters_total',
+          {},
+        );
+      await waitFor('the reaper to count it', async () => (await counted()) === 1, 5000).catch(() => {});
+      assert.equal(await counted(), 1);
       assert.equal(receiver.requests.length, 0, 'an exhausted delivery is not sent again');
     } finally {
       await dispatcher.stop();
