@@ -11,7 +11,14 @@ import { Sender } from '../dispatch/sender.js';
 import { signatureHeader } from '../dispatch/signing.js';
 import { secretKeyBytes } from '../endpoints/secrets.js';
 import type { Logger } from '../log.js';
-import { type CostPart, type CostRow, formatCostTable, ownCpuSeconds, startCostMeter } from './cost.js';
+import {
+  type CostMeter,
+  type CostPart,
+  type CostRow,
+  formatCostTable,
+  ownCpuSeconds,
+  startCostMeter,
+} from './cost.js';
 import { type Harness, startHarness } from './harness.js';
 import { call, enqueueAll, now, payloadOf } from './load.js';
 import { BenchReceiver, quantile, type ReceiverStats } from './receiver.js';
@@ -154,6 +161,16 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
     // The timed phase: first enqueue → last receipt. With --drain the dispatcher's own start-up
     // (loading node and its modules) is left out: its baseline is taken once it is ready.
     const meter = startCostMeter(allParts(h, receiver));
+    // At a steady rate, the first seconds measure start-up (the dispatcher process loading,
+    // connections to the receiver opening, the JIT compiling), not the steady state the figures
+    // are about: lag and a second cost table leave them out.
+    const warmup = opts.rate !== undefined && opts.durationSeconds > 2 * WARMUP_SECONDS;
+    let steady: { meter: CostMeter; at: number } | undefined;
+    const steadyTimer = warmup
+      ? setTimeout(() => {
+          steady = { meter: startCostMeter(allParts(h, receiver)), at: now() };
+        }, WARMUP_SECONDS * 1000)
+      : undefined;
     const enq = await enqueueAll({ api: h.api, token: producer.key }, endpointIds, opts, total);
     let drain: { started: number; rss: RssSampler } | undefined;
     if (opts.drain) {
@@ -163,6 +180,8 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
     }
     await receiver.waitUntilCount(total, Math.max(60_000, total * 2));
     const cost = meter.stop();
+    clearTimeout(steadyTimer);
+    const steadyCost = steady?.meter.stop();
     const stats = await receiver.stats();
     const last = latest(stats.arrivals.values());
     const rss = drain?.rss.stop();
@@ -172,9 +191,6 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
         return at === undefined || ack < from ? [] : [at - ack];
       });
     const lags = lagsSince(0);
-    // At a steady rate, the first seconds measure start-up (the dispatcher process loading,
-    // connections to the receiver opening), not the steady state the figure is about.
-    const warmup = opts.rate !== undefined && opts.durationSeconds > 2 * WARMUP_SECONDS;
     const steadyLags = warmup ? lagsSince(enq.started + WARMUP_SECONDS * 1000) : lags;
     const pcts = (values: number[]) =>
       `p50 ${fmt(quantile(values, 0.5), 1)} ms, p95 ${fmt(quantile(values, 0.95), 1)} ms, p99 ${fmt(quantile(values, 0.99), 1)} ms`;
@@ -208,6 +224,12 @@ export async function runBench(config: Config, log: Logger, opts: BenchOptions):
     );
     if (verdict.missing + verdict.duplicates + verdict.badSignatures > 0) code = 1;
     printCost(out, 'queued run, first enqueue → last receipt', cost, stats.arrivals.size, delSeconds);
+    if (steady && steadyCost) {
+      let arrived = 0;
+      for (const at of stats.arrivals.values()) if (at >= steady.at) arrived++;
+      const title = `steady state, after ${WARMUP_SECONDS} s of warm-up → last receipt`;
+      printCost(out, title, steadyCost, arrived, (last - steady.at) / 1000);
+    }
     if (!h.postgresCpuSeconds)
       out('             (PostgreSQL is not on this machine: its CPU is not counted)');
     if (opts.rate === undefined) {

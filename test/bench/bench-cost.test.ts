@@ -38,4 +38,28 @@ describe('hookpost bench cost accounting', () => {
     const ceiling = costRows(output, 'ceiling run');
     for (const part of ['receiver', 'bench client']) assert.ok((ceiling.get(part)?.[1] ?? 0) > 0, output);
   });
+
+  it('at a steady rate also prints the cost after the warm-up, over the deliveries that arrived then', async () => {
+    const url = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
+    assert.ok(url, 'run with npm test');
+    const bench = runHookpost(['bench', '--rate', '200', '--duration', '5', '--endpoints', '2'], {
+      DATABASE_URL: url,
+      LOG_LEVEL: 'warn',
+    });
+    const code = await bench.exited;
+    const output = bench.output();
+    assert.equal(code, 0, output);
+    const whole = costRows(output, 'queued run');
+    const steady = costRows(output, 'steady state, after 2 s of warm-up');
+    for (const part of ['API', 'dispatcher', 'PostgreSQL']) {
+      const [wholeCpu] = whole.get(part) ?? [0];
+      const [steadyCpu, perDelivery] = steady.get(part) ?? [0, 0];
+      assert.ok(steadyCpu > 0 && perDelivery > 0, `${part} in:\n${output}`);
+      assert.ok(steadyCpu < wholeCpu, `the steady phase is a part of the run, for ${part}:\n${output}`);
+    }
+    const wall = output.match(
+      /steady state, after 2 s of warm-up → last receipt \(([\d.]+) s of wall time\)/,
+    );
+    assert.ok(wall && Number(wall[1]) > 2 && Number(wall[1]) < 4.5, output);
+  });
 });
