@@ -240,14 +240,10 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   async function run(caller: Caller, items: EnqueueItem[], batch: boolean) {
     await checkRate(caller, items.length);
     try {
-      const notify = deps.waker.takeForCommit();
-      const results = await enqueue(deps.sql, caller, items, { notify });
+      const results = await enqueue(deps.sql, caller, items, { waker: deps.waker });
       let queued = 0;
       for (const r of results) if (!r.duplicate) queued += r.deliveries.length;
-      if (queued > 0) {
-        if (!notify) deps.waker.poke();
-        deps.metrics.deliveriesEnqueued.inc(queued);
-      }
+      if (queued > 0) deps.metrics.deliveriesEnqueued.inc(queued);
       return results;
     } catch (error) {
       if (!(error instanceof EnqueueError)) throw error;

@@ -61,7 +61,6 @@ export function testEventRoutes(deps: TestEventDeps) {
       }),
     );
     let result: Awaited<ReturnType<typeof enqueue>>[number] | undefined;
-    const notify = deps.waker.takeForCommit();
     try {
       [result] = await enqueue(
         deps.sql,
@@ -77,14 +76,13 @@ export function testEventRoutes(deps: TestEventDeps) {
             payload,
           },
         ],
-        { notify },
+        { waker: deps.waker },
       );
     } catch (error) {
       // Deleted between the read and the enqueue (the enqueue checks inside its transaction).
       if (error instanceof EnqueueError && error.kind === 'endpoint_not_found') notFound('endpoint', id);
       throw error;
     }
-    if (!notify) deps.waker.poke();
     deps.metrics.deliveriesEnqueued.inc(result!.deliveries.length);
     return c.json(
       {

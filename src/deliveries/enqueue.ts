@@ -12,7 +12,7 @@ import { EnqueueError, type EnqueueItem, type EnqueueResult, type Producer } fro
 import { hasKey, requestHashOf, resolveDuplicates } from './idempotency.js';
 import { numberedByKey, type OrderingKey, releaseHeads } from './ordering.js';
 import { initialAt } from './queue-state.js';
-import { WAKEUP_CHANNEL } from './wakeup.js';
+import { WAKEUP_CHANNEL, type WakeUps } from './wakeup.js';
 
 /**
  * All payloads as one bytea parameter plus offsets: postgres.js sends a Buffer as one native hex
@@ -87,8 +87,11 @@ interface CreatedRow {
 }
 
 export interface EnqueueOptions {
-  /** Send the dispatchers' wake-up NOTIFY in this transaction (Waker.takeForCommit). */
-  notify?: boolean;
+  /**
+   * Wakes the dispatchers for what this enqueue queued: with a NOTIFY inside the transaction
+   * when one is due at once (Waker.takeForCommit), else a debounced one after the commit.
+   */
+  waker?: WakeUps;
 }
 
 /**
@@ -121,9 +124,10 @@ export async function enqueue(
   const packed = packPayloads(items.map((i) => i.payload));
   // Tenants the request named, created on first use (a live one costs an index probe).
   const named = [...new Set(items.map((i) => i.tenantId).filter((t): t is string => t !== null))];
+  const notify = options.waker?.takeForCommit() ?? false;
   // BEGIN, the NOTIFY and the endpoint check go out together: one round trip (db/transaction.ts).
-  return pipelinedTransaction(sql, async (tx) => {
-    const woken = options.notify ? tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`.execute() : undefined;
+  const written = await pipelinedTransaction(sql, async (tx) => {
+    const woken = notify ? tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`.execute() : undefined;
     woken?.catch(() => {}); // awaited below; a failure fails the statements after it as well
     const tenants = await lockExplicitEndpoints(tx, producer, items);
     // One statement for the whole batch: messages, then their deliveries (one per target
@@ -252,6 +256,8 @@ export async function enqueue(
       skipped.length > 0 ? await resolveDuplicates(tx, tenants, items, hashes, skipped, ids) : new Map();
     return ids.map((id, index) => results.get(id) ?? duplicates.get(index)!);
   });
+  if (!notify && written.some((r) => !r.duplicate && r.deliveries.length > 0)) options.waker?.poke();
+  return written;
 }
 
 /**

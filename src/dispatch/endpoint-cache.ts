@@ -83,8 +83,12 @@ export class EndpointCache {
     claimedVersions?: Map<string, string>,
   ): Promise<Map<string, DispatchEndpoint | undefined>> {
     const wanted = [...new Set(ids)];
-    const cached = wanted.filter((id) => this.entries.has(id) && !this.entries.get(id)!.stale);
-    const versions = claimedVersions ?? (await endpointVersions(this.sql, cached));
+    const versions =
+      claimedVersions ??
+      (await endpointVersions(
+        this.sql,
+        wanted.filter((id) => this.entries.has(id) && !this.entries.get(id)!.stale),
+      ));
     const reload = wanted.filter((id) => {
       const entry = this.entries.get(id);
       return !entry || entry.stale || versions.get(id) !== entry.version;

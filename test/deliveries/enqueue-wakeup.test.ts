@@ -36,6 +36,10 @@ describe('enqueue: round trips and the wake-up NOTIFY', () => {
   });
 
   const producer = { keyId: 'admin', tenantId: null };
+  /** A waker whose every request carries the NOTIFY itself; counts the after-commit pokes. */
+  let pokes = 0;
+  const carrying = { takeForCommit: () => true, poke: () => void pokes++ };
+  const debouncing = { takeForCommit: () => false, poke: () => void pokes++ };
   const item = (endpoint = endpointId) => ({
     tenantId: null,
     endpointId: endpoint,
@@ -47,21 +51,25 @@ describe('enqueue: round trips and the wake-up NOTIFY', () => {
   });
 
   it('takes three round trips: BEGIN with the NOTIFY and the endpoint check, the statement, COMMIT', async () => {
-    await enqueue(viaProxy, producer, [item(), item()], { notify: true }); // statements' first use
+    await enqueue(viaProxy, producer, [item(), item()], { waker: carrying }); // statements' first use
     const before = proxy.turns();
-    await enqueue(viaProxy, producer, [item(), item()], { notify: true });
+    await enqueue(viaProxy, producer, [item(), item()], { waker: carrying });
     assert.equal(proxy.turns() - before, 3);
   });
 
   it('is heard at commit when asked for, and not when the enqueue fails or did not ask', async () => {
     const start = heard;
-    await enqueue(db.sql, producer, [item()], { notify: true });
+    const pokesBefore = pokes;
+    await enqueue(db.sql, producer, [item()], { waker: carrying });
     await waitFor('the NOTIFY sent with the commit', () => heard > start);
     const afterCommit = heard;
-    await assert.rejects(enqueue(db.sql, producer, [item('ep_missing')], { notify: true }), /not found/);
+    await assert.rejects(enqueue(db.sql, producer, [item('ep_missing')], { waker: carrying }), /not found/);
     await enqueue(db.sql, producer, [item()]);
     await sleep(300);
     assert.equal(heard, afterCommit, 'a rolled-back NOTIFY is never sent, and none unless asked for');
+    assert.equal(pokes, pokesBefore, 'a request that carried the NOTIFY asks for no other');
+    await enqueue(db.sql, producer, [item()], { waker: debouncing });
+    assert.equal(pokes, pokesBefore + 1, 'one that did not asks for the debounced NOTIFY after its commit');
   });
 
   it('lets a request carry the NOTIFY only when none was sent within the interval; else debounces', async () => {
