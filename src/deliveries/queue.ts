@@ -299,11 +299,3 @@ function keysOf(rows: { key_endpoint_id: string | null; ordering_key: string | n
   }
   return keys;
 }
-
-/** When the next delivery becomes due (null when nothing is waiting), to sleep exactly that long. */
-export async function nextDueAt(sql: Executor): Promise<Date | null> {
-  const [row] = await sql<{ at: Date | null }[]>`
-    SELECT min(next_attempt_at) AS at FROM delivery_queue
-    WHERE lease_expires_at IS NULL AND next_attempt_at < 'infinity'`;
-  return row?.at ?? null;
-}

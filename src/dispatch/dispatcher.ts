@@ -5,8 +5,8 @@
  */
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
-import { anyLimitedEndpoints, type ClaimedDelivery, claimDue } from '../deliveries/claim.js';
-import { nextDueAt, releaseClaims } from '../deliveries/queue.js';
+import { anyLimitedEndpoints, type ClaimedDelivery, claimBatch } from '../deliveries/claim.js';
+import { releaseClaims } from '../deliveries/queue.js';
 import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
 import type { SecretBox } from '../endpoints/secrets.js';
 import { errorFields, type Logger } from '../log.js';
@@ -141,7 +141,7 @@ export class Dispatcher {
         await this.unanswered.handBack(sql, log);
         const limitedEndpoints = await this.limitedEndpointsExist();
         const claimStartedAt = Date.now();
-        const claimed = await claimDue(this.deps.claimSql ?? sql, {
+        const { deliveries: claimed, nextDueAt: next } = await claimBatch(this.deps.claimSql ?? sql, {
           limit: want,
           leaseSeconds: config.leaseSeconds,
           saturated,
@@ -157,11 +157,10 @@ export class Dispatcher {
           await this.enqueueLocal(claimed, claimStartedAt + config.leaseSeconds * 1000);
         }
         this.unanswered.answered();
-        // A full batch: there may be more due right now. A short one took what it could: asking
-        // when the next row is due (below) instead of claiming again spares a claim per wake-up
-        // at low rates, where each round trip costs more than the rows it moves.
-        if (claimed.length >= want) continue;
-        const next = await nextDueAt(sql);
+        // A full batch: there may be more due right now. A short one took what it could and says
+        // when the next row is due: no second claim and no query of its own per wake-up at low
+        // rates, where each round trip costs more than the rows it moves.
+        if (next === undefined) continue;
         const untilDue = next ? next.getTime() - Date.now() : config.pollIntervalMs;
         if (untilDue <= 0) {
           // Still due after a short claim: rows it left to a per-endpoint share, or committed

@@ -5,11 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { claimDue } from '../../src/deliveries/claim.js';
+import { claimBatch, claimDue } from '../../src/deliveries/claim.js';
 import {
   type CompletedAttempt,
   completeAttempts,
-  nextDueAt,
   reapExpiredLeases,
   releaseClaims,
 } from '../../src/deliveries/queue.js';
@@ -84,7 +83,18 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
       [true, true, true],
       'all three wait at infinity',
     );
-    assert.equal(await nextDueAt(db.sql), null, 'nothing is due, so the claim loop sleeps');
+    const nothing = await claimBatch(db.sql, {
+      limit: 100,
+      leaseSeconds: 60,
+      saturated: [],
+      perEndpointLimit: 100,
+      limitedEndpoints: false,
+    });
+    assert.deepEqual(
+      nothing,
+      { deliveries: [], nextDueAt: null },
+      'nothing is due, so the claim loop sleeps',
+    );
 
     // Re-enabling resets the breaker and makes them due again.
     assert.equal((await patch(ep, { enabled: true })).status, 200);

@@ -90,7 +90,8 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
         if (
           armed &&
           type === COMMAND_COMPLETE &&
-          /^(UPDATE|INSERT|DELETE) [1-9]/.test(message.subarray(5, -1).toString()) &&
+          // SELECT too: the claim is a SELECT over the UPDATE in its CTE (deliveries/claim.ts).
+          /^(UPDATE|INSERT|DELETE|SELECT) [1-9]/.test(message.subarray(5, -1).toString()) &&
           held.some((m) => m[0] === DATA_ROW && m.includes(armed!.text))
         ) {
           doomed = armed;
