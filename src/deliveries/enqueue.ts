@@ -126,14 +126,14 @@ export async function enqueue(
   const named = [...new Set(items.map((i) => i.tenantId).filter((t): t is string => t !== null))];
   const notify = options.waker?.takeForCommit() ?? false;
   // BEGIN, the NOTIFY and the endpoint check go out together: one round trip (db/transaction.ts).
-  const written = await pipelinedTransaction(sql, async (tx) => {
+  const written = await pipelinedTransaction(sql, async (tx, commitNow) => {
     const woken = notify ? tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`.execute() : undefined;
     woken?.catch(() => {}); // awaited below; a failure fails the statements after it as well
     const tenants = await lockExplicitEndpoints(tx, producer, items);
     // One statement for the whole batch: messages, then their deliveries (one per target
     // endpoint, fan-out by subscription when endpoint_id is absent). ON CONFLICT DO NOTHING
     // skips duplicates of an earlier request; a racing twin waits on the unique index.
-    const created = await tx<(CreatedRow & { count?: number })[]>`
+    const statement = tx<(CreatedRow & { count?: number })[]>`
       WITH packed AS MATERIALIZED (SELECT ${packedBytes(tx, sql, packed.bytes)} AS bytes),
       input AS (
         SELECT t.*, substring(packed.bytes FROM t.payload_offset + 1 FOR t.payload_length) AS payload
@@ -213,10 +213,17 @@ export async function enqueue(
       )
       ${
         predictable
-          ? tx`SELECT count(*)::int AS count FROM created`
+          ? // The count is checked here, not only below: COMMIT follows this statement at once,
+            // so a wrong count must fail the statement itself (the cast of the message fails).
+            tx`SELECT CASE WHEN count(*) = ${items.length}::int THEN count(*)::int
+                           ELSE ('enqueue created ' || count(*) || ' deliveries for ' || ${items.length}::int || ' items')::int
+                      END AS count FROM created`
           : tx`SELECT i.id AS message_id, c.id AS delivery_id, c.endpoint_id, c.status
                FROM inserted i LEFT JOIN created c ON c.message_id = i.id`
-      }`;
+      }`.execute();
+    // A predictable batch has nothing left to do in the transaction: COMMIT travels with it.
+    if (predictable) commitNow();
+    const created = await statement;
 
     await woken;
     if (predictable) {

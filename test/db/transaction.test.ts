@@ -80,4 +80,31 @@ describe('pipelinedTransaction', () => {
     const [row] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM items WHERE id = 20`;
     assert.equal(row!.n, 1);
   });
+
+  it('sends COMMIT with the last statement when asked: one round trip for one statement', async () => {
+    const insertAndCommit = (id: number) =>
+      pipelinedTransaction(sql, async (tx, commitNow) => {
+        const statement = tx`INSERT INTO items (id) VALUES (${id})`.execute();
+        commitNow();
+        await statement;
+      });
+    await insertAndCommit(30); // the statement's first use
+    assert.equal(await turnsOf(() => insertAndCommit(31)), 1);
+    const [row] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM items WHERE id IN (30, 31)`;
+    assert.equal(row!.n, 2, 'both committed');
+    // The statement fails: the COMMIT behind it rolls back, and the caller sees the failure even
+    // when the callback swallows the statement's error.
+    await assert.rejects(insertAndCommit(31), /duplicate key/);
+    await assert.rejects(
+      pipelinedTransaction(sql, async (tx, commitNow) => {
+        await tx`INSERT INTO items (id) VALUES (32)`;
+        const statement = tx`INSERT INTO items (id) VALUES (31)`.execute();
+        commitNow();
+        await statement.catch(() => {});
+      }),
+      /rolled back at its COMMIT/,
+    );
+    const [kept] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM items WHERE id = 32`;
+    assert.equal(kept!.n, 0, 'nothing of the rolled-back transaction was written');
+  });
 });

@@ -50,11 +50,17 @@ describe('enqueue: round trips and the wake-up NOTIFY', () => {
     payload: Buffer.from('{"n":1}'),
   });
 
-  it('takes three round trips: BEGIN with the NOTIFY and the endpoint check, the statement, COMMIT', async () => {
+  it('takes two round trips: BEGIN with the NOTIFY and the endpoint check, the statement with COMMIT', async () => {
     await enqueue(viaProxy, producer, [item(), item()], { waker: carrying }); // statements' first use
     const before = proxy.turns();
     await enqueue(viaProxy, producer, [item(), item()], { waker: carrying });
-    assert.equal(proxy.turns() - before, 3);
+    assert.equal(proxy.turns() - before, 2);
+    // A batch with an ordering key has a second statement (the head release): COMMIT waits for it.
+    const keyed = () => enqueue(viaProxy, producer, [{ ...item(), orderingKey: 'k' }], { waker: carrying });
+    await keyed();
+    const beforeKeyed = proxy.turns();
+    await keyed();
+    assert.equal(proxy.turns() - beforeKeyed, 4);
   });
 
   it('is heard at commit when asked for, and not when the enqueue fails or did not ask', async () => {
