@@ -13,6 +13,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { connect } from '../../src/db/connect.js';
+import { startProxy } from '../faults/tcp-proxy.js';
 import { createTestDatabase } from '../helpers.js';
 
 const exec = promisify(execFile);
@@ -52,6 +54,48 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
       assert.match(stdout, /query failed: CONNECTION_CLOSED/);
       assert.match(stdout, /process alive/);
     } finally {
+      await db.drop();
+    }
+  });
+
+  it('a reserve() queued behind a connection that drops gets the reconnected connection', async () => {
+    // porsager/postgres#1195: onclose handed the queued reserve to the reconnect, which dropped
+    // it once connected; the reserve never settled and its pool slot was gone. hookpost's
+    // enqueue and the dispatcher's follow-ups reserve connections, so after a database restart
+    // the requests waiting there hung for good (seen in the kill -9 test). The connection drops
+    // without an error message here (a proxy cuts it) and the reconnect succeeds at once.
+    const db = await createTestDatabase(false);
+    const proxy = await startProxy(Number(new URL(db.url).port));
+    const sql = connect(proxy.via(db.url), { max: 1 });
+    try {
+      await sql`SELECT 1`;
+      const sleeping = sql`SELECT pg_sleep(30)`.execute().then(
+        () => 'answered',
+        () => 'failed',
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      const reserving = sql.reserve(); // waits: the pool's only connection is busy
+      await new Promise((r) => setTimeout(r, 100));
+      await proxy.cut();
+      await proxy.restore();
+      assert.equal(await sleeping, 'failed', 'the query on the dropped connection fails');
+      const settled = await Promise.race([
+        reserving.then(
+          (reserved) => (reserved.release(), 'reserved'),
+          () => 'failed',
+        ),
+        new Promise<string>((r) => setTimeout(() => r('still waiting'), 5000)),
+      ]);
+      assert.notEqual(settled, 'still waiting', 'the reserve settles');
+      const again = await sql.reserve();
+      const [row] = await again<{ one: number }[]>`SELECT 1 AS one`;
+      assert.equal(row!.one, 1, 'a new reserve gets a working connection');
+      again.release();
+      const [after] = await sql<{ one: number }[]>`SELECT 1 AS one`;
+      assert.equal(after!.one, 1, 'the pool works after the release');
+    } finally {
+      await sql.end({ timeout: 1 });
+      await proxy.close();
       await db.drop();
     }
   });
