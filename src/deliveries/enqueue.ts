@@ -5,7 +5,6 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { Executor, Fragment, Sql } from '../db/connect.js';
 import { utf8Server } from '../db/encoding.js';
-import { pipelinedTransaction } from '../db/transaction.js';
 import { newIds } from '../ids.js';
 import { DEFAULT_TENANT, type TenantScope, tenantIs } from '../tenants/scope.js';
 import { EnqueueError, type EnqueueItem, type EnqueueResult, type Producer } from './enqueue-types.js';
@@ -125,15 +124,18 @@ export async function enqueue(
   // Tenants the request named, created on first use (a live one costs an index probe).
   const named = [...new Set(items.map((i) => i.tenantId).filter((t): t is string => t !== null))];
   const notify = options.waker?.takeForCommit() ?? false;
-  // BEGIN, the NOTIFY and the endpoint check go out together: one round trip (db/transaction.ts).
-  const written = await pipelinedTransaction(sql, async (tx, commitNow) => {
+  // sql.begin, not a reserved connection with BEGIN pipelined: postgres.js 3.4.9 loses reserved
+  // connections when the server goes away under them (porsager/postgres#1195, #1199), and after a
+  // database restart requests hung for good (docs/architecture.md, "Enqueue path"). The NOTIFY and
+  // the endpoint check still travel together.
+  const written = await sql.begin(async (tx) => {
     const woken = notify ? tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`.execute() : undefined;
     woken?.catch(() => {}); // awaited below; a failure fails the statements after it as well
     const tenants = await lockExplicitEndpoints(tx, producer, items);
     // One statement for the whole batch: messages, then their deliveries (one per target
     // endpoint, fan-out by subscription when endpoint_id is absent). ON CONFLICT DO NOTHING
     // skips duplicates of an earlier request; a racing twin waits on the unique index.
-    const statement = tx<(CreatedRow & { count?: number })[]>`
+    const created = await tx<(CreatedRow & { count?: number })[]>`
       WITH packed AS MATERIALIZED (SELECT ${packedBytes(tx, sql, packed.bytes)} AS bytes),
       input AS (
         SELECT t.*, substring(packed.bytes FROM t.payload_offset + 1 FOR t.payload_length) AS payload
@@ -213,17 +215,10 @@ export async function enqueue(
       )
       ${
         predictable
-          ? // The count is checked here, not only below: COMMIT follows this statement at once,
-            // so a wrong count must fail the statement itself (the cast of the message fails).
-            tx`SELECT CASE WHEN count(*) = ${items.length}::int THEN count(*)::int
-                           ELSE ('enqueue created ' || count(*) || ' deliveries for ' || ${items.length}::int || ' items')::int
-                      END AS count FROM created`
+          ? tx`SELECT count(*)::int AS count FROM created`
           : tx`SELECT i.id AS message_id, c.id AS delivery_id, c.endpoint_id, c.status
                FROM inserted i LEFT JOIN created c ON c.message_id = i.id`
-      }`.execute();
-    // A predictable batch has nothing left to do in the transaction: COMMIT travels with it.
-    if (predictable) commitNow();
-    const created = await statement;
+      }`;
 
     await woken;
     if (predictable) {

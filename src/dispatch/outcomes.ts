@@ -35,27 +35,22 @@ export function createOutcomeHandler(
       if (disabled.length > 0) log.warn({ endpoints: disabled }, 'endpoints disabled after 410 Gone');
     }
     const failed = batch.filter((r) => r.outcome === 'retryable').map((r) => r.deliveryId);
-    // The breaker update and the latency samples are independent statements: sent together on
-    // one connection (pipelined), they cost one round trip and one wake-up of each side instead
-    // of two, which is most of their cost when batches are small.
-    const connection = await sql.reserve();
-    try {
-      // Both settle before the connection goes back to the pool, even when one fails.
-      const [breakers, latencies] = await Promise.allSettled([
-        applyOutcomes(connection, summarizeOutcomes(batch), failed, policy),
-        // No request was made for these: a 0 ms sample would drag the endpoint's percentiles down.
-        recordLatencies(
-          connection,
-          batch.filter((r) => r.errorClass !== SECRET_UNAVAILABLE),
-        ),
-      ]);
-      if (breakers.status === 'rejected') throw breakers.reason;
-      const changes = breakers.value;
-      for (const change of changes) log.warn(change, 'circuit state changed');
-      if (changes.length > 0) onCircuitChanges(changes);
-      if (latencies.status === 'rejected') throw latencies.reason;
-    } finally {
-      connection.release();
-    }
+    // The breaker update and the latency samples are independent statements, sent together: on a
+    // pool of one connection postgres.js pipelines them (one round trip), on a larger one they run
+    // side by side. Not on a reserved connection: postgres.js 3.4.9 loses those when the server
+    // goes away under them (porsager/postgres#1195, #1199).
+    const [breakers, latencies] = await Promise.allSettled([
+      applyOutcomes(sql, summarizeOutcomes(batch), failed, policy),
+      // No request was made for these: a 0 ms sample would drag the endpoint's percentiles down.
+      recordLatencies(
+        sql,
+        batch.filter((r) => r.errorClass !== SECRET_UNAVAILABLE),
+      ),
+    ]);
+    if (breakers.status === 'rejected') throw breakers.reason;
+    const changes = breakers.value;
+    for (const change of changes) log.warn(change, 'circuit state changed');
+    if (changes.length > 0) onCircuitChanges(changes);
+    if (latencies.status === 'rejected') throw latencies.reason;
   };
 }

@@ -81,7 +81,10 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
       assert.equal(await sleeping, 'failed', 'the query on the dropped connection fails');
       const settled = await Promise.race([
         reserving.then(
-          (reserved) => (reserved.release(), 'reserved'),
+          (reserved) => {
+            reserved.release();
+            return 'reserved';
+          },
           () => 'failed',
         ),
         new Promise<string>((r) => setTimeout(() => r('still waiting'), 5000)),
