@@ -51,6 +51,7 @@ describe('enqueue: round trips and the wake-up NOTIFY', () => {
   });
 
   it('takes four round trips: BEGIN, the NOTIFY with the endpoint check, the statement, COMMIT', async () => {
+    const heardBefore = heard;
     await enqueue(viaProxy, producer, [item(), item()], { waker: carrying }); // statements' first use
     const before = proxy.turns();
     await enqueue(viaProxy, producer, [item(), item()], { waker: carrying });
@@ -58,6 +59,8 @@ describe('enqueue: round trips and the wake-up NOTIFY', () => {
     // reserved connection saved one more, but postgres.js 3.4.9 loses reserved connections when
     // the server goes away under them (porsager/postgres#1195, #1199).
     assert.equal(proxy.turns() - before, 4);
+    // Both NOTIFYs heard here, not late in the next test, which counts them.
+    await waitFor('both NOTIFYs heard', () => heard >= heardBefore + 2);
   });
 
   it('is heard at commit when asked for, and not when the enqueue fails or did not ask', async () => {
