@@ -60,10 +60,11 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
 
   it('a reserve() queued behind a connection that drops gets the reconnected connection', async () => {
     // porsager/postgres#1195: onclose handed the queued reserve to the reconnect, which dropped
-    // it once connected; the reserve never settled and its pool slot was gone. hookpost's
-    // enqueue and the dispatcher's follow-ups reserve connections, so after a database restart
-    // the requests waiting there hung for good (seen in the kill -9 test). The connection drops
-    // without an error message here (a proxy cuts it) and the reconnect succeeds at once.
+    // it once connected; the reserve never settled and its pool slot was gone. When the enqueue
+    // reserved connections, requests hung for good after a database restart (seen in the kill -9
+    // test); the advisory-lock tasks (migrations, retention, the message-log index) still reserve.
+    // The connection drops without an error message here (a proxy cuts it) and the reconnect
+    // succeeds at once.
     const db = await createTestDatabase(false);
     const proxy = await startProxy(Number(new URL(db.url).port));
     const sql = connect(proxy.via(db.url), { max: 1 });

@@ -74,7 +74,7 @@ describe('claims per wake-up', () => {
     );
   });
 
-  it("writes a batch's breaker update and latency samples in one round trip", async () => {
+  it("sends a batch's breaker update and latency samples together: one round trip on a one-connection pool", async () => {
     const ep = await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json();
     const followUp = createOutcomeHandler(claimSql, testConfig().policies.breaker, createLogger('silent'));
     const result = (n: number) =>
