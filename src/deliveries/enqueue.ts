@@ -124,10 +124,11 @@ export async function enqueue(
   // Tenants the request named, created on first use (a live one costs an index probe).
   const named = [...new Set(items.map((i) => i.tenantId).filter((t): t is string => t !== null))];
   const notify = options.waker?.takeForCommit() ?? false;
-  // sql.begin, not a reserved connection with BEGIN pipelined: postgres.js 3.4.9 loses reserved
-  // connections when the server goes away under them (porsager/postgres#1195, #1199), and after a
-  // database restart requests hung for good (docs/architecture.md, "Enqueue path"). The NOTIFY and
-  // the endpoint check still travel together.
+  // sql.begin, not a reserved connection with BEGIN pipelined: unpatched, postgres.js 3.4.9 loses
+  // reserved connections when the server goes away under them (porsager/postgres#1195, #1199; both
+  // patched since), and after a database restart requests hung for good; the round trip it saved
+  // showed no CPU gain (docs/architecture.md, "Enqueue path"). The NOTIFY and the endpoint check
+  // still travel together.
   const written = await sql.begin(async (tx) => {
     const woken = notify ? tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`.execute() : undefined;
     woken?.catch(() => {}); // awaited below; a failure fails the statements after it as well

@@ -37,8 +37,8 @@ export function createOutcomeHandler(
     const failed = batch.filter((r) => r.outcome === 'retryable').map((r) => r.deliveryId);
     // The breaker update and the latency samples are independent statements, sent together: on a
     // pool of one connection postgres.js pipelines them (one round trip), on a larger one they run
-    // side by side. Not on a reserved connection: postgres.js 3.4.9 loses those when the server
-    // goes away under them (porsager/postgres#1195, #1199).
+    // side by side. Not on a reserved connection: the request paths keep off them since postgres.js
+    // 3.4.9 lost those when the server went away under them (porsager/postgres#1195, #1199).
     const [breakers, latencies] = await Promise.allSettled([
       applyOutcomes(sql, summarizeOutcomes(batch), failed, policy),
       // No request was made for these: a 0 ms sample would drag the endpoint's percentiles down.

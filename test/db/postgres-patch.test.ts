@@ -103,4 +103,47 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
       await db.drop();
     }
   });
+
+  it('a reserved connection whose server process died: its statements fail, and releasing it leaves the pool working', async () => {
+    // porsager/postgres#1199: release() handed the dead connection back to the pool as if it were
+    // open, and the pool's later queries went to it and never settled; and a statement written
+    // between the socket's error and its close was never failed. The advisory-lock tasks
+    // (migrations, the retention pass, the message-log index) reserve a connection, run cleanup
+    // statements on it in `finally` and release it, so a database restart during one of them hung
+    // the task or broke its pool for good (the retention pass runs on the dispatcher's pool).
+    // Unpatched, one of the waits below reads "still waiting" in most runs.
+    const db = await createTestDatabase(false);
+    const sql = connect(db.url, { max: 1 });
+    const settle = (query: Promise<unknown>) =>
+      Promise.race([
+        query.then(
+          () => 'answered',
+          (error: { code?: string }) => `failed ${error.code}`,
+        ),
+        new Promise<string>((r) => setTimeout(() => r('still waiting'), 5000)),
+      ]);
+    try {
+      for (let round = 0; round < 3; round++) {
+        const reserved = await sql.reserve();
+        const [row] = await reserved<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+        await db.sql`SELECT pg_terminate_backend(${row!.pid})`;
+        assert.match(
+          await settle(reserved`SELECT 1`),
+          /^failed /,
+          'a statement on the dead connection fails',
+        );
+        assert.match(await settle(reserved`SELECT 2`), /^failed /, 'so does a cleanup statement after it');
+        reserved.release();
+        // Like any pool whose connection was ended by the server, the next statement or two
+        // may fail (the server's termination notice); none may wait for good.
+        const outcomes: string[] = [];
+        for (let i = 0; i < 4; i++) outcomes.push(await settle(sql`SELECT 1`));
+        assert.ok(!outcomes.includes('still waiting'), `no statement waits for good: ${outcomes.join(', ')}`);
+        assert.equal(outcomes.at(-1), 'answered', `the pool answers again: ${outcomes.join(', ')}`);
+      }
+    } finally {
+      await sql.end({ timeout: 1 });
+      await db.drop();
+    }
+  });
 });
