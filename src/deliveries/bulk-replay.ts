@@ -11,10 +11,12 @@
  * The API and `hookpost replay` both use them.
  */
 import type { Executor, Sql } from '../db/connect.js';
-import { opsEventCtes } from '../ops-events/events.js';
 import type { Actor } from '../tenants/audit.js';
 import { tenantIs } from '../tenants/scope.js';
-import { insertAudit, notifyOnCommit, ReplayError, requeueLocked } from './replay.js';
+import { type ReplayOutcome, type ReplayPace, requeueInPacedBatches } from './paced-requeue.js';
+import { insertAudit, ReplayError } from './replay.js';
+
+export type { ReplayOutcome, ReplayPace, ReplayProgress } from './paced-requeue.js';
 
 /** The largest `limit` accepted (without a limit a replay takes every match). */
 export const MAX_REPLAY_LIMIT = 1_000_000;
@@ -42,24 +44,6 @@ export interface ReplayPlan {
   boundary: { deadAt: string; id: string } | null;
   /** Dead letters newer than this (the moment of planning) are not part of this replay. */
   asOf: string;
-}
-
-export interface ReplayProgress {
-  matched: number;
-  replayed: number;
-  skipped: number;
-}
-
-export interface ReplayPace {
-  batchSize: number;
-  ratePerSecond: number;
-  signal?: AbortSignal | undefined;
-  /** Called after each committed batch. */
-  onProgress?: ((progress: ReplayProgress) => void) | undefined;
-}
-
-export interface ReplayOutcome extends ReplayProgress {
-  state: 'finished' | 'interrupted';
 }
 
 /** The matched set: dead letters by the filter that had died by `asOf`, within the tenant scope. */
@@ -153,100 +137,47 @@ interface CandidateRow {
   available: boolean;
 }
 
-/** Sleeps `ms`, waking early (and resolving) when `signal` aborts. */
-export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (ms <= 0 || signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
 /**
- * Requeues the planned set batch by batch. Each batch locks its rows, requeues those whose
- * endpoint is available, advances the audit row and notifies the dispatchers, all in one
- * transaction: a crash loses at most the batch in progress, which then simply stays dead. Rows
- * that stopped being dead letters since planning (replayed by someone else) are left alone.
- * Stops between batches when `signal` aborts (state `interrupted`).
+ * Requeues the planned set batch by batch (paced-requeue.ts): each batch locks its rows and
+ * requeues those whose endpoint is available, in one transaction, so a crash loses at most the
+ * batch in progress, which then simply stays dead. Rows that stopped being dead letters since
+ * planning (replayed by someone else) are left alone. Stops between batches when `signal` aborts
+ * (state `interrupted`).
  */
-export async function runReplay(sql: Sql, plan: ReplayPlan, filter: ReplayFilter, pace: ReplayPace) {
-  const spacingMs = 1000 / pace.ratePerSecond;
-  const progress: ReplayProgress = { matched: plan.matched, replayed: 0, skipped: 0 };
+export async function runReplay(
+  sql: Sql,
+  plan: ReplayPlan,
+  filter: ReplayFilter,
+  pace: ReplayPace,
+): Promise<ReplayOutcome> {
   if (plan.dryRun || !plan.boundary) {
-    return { ...progress, skipped: plan.dryRun ? plan.unavailable : 0, state: 'finished' } as ReplayOutcome;
+    const skipped = plan.dryRun ? plan.unavailable : 0;
+    return { matched: plan.matched, replayed: 0, skipped, state: 'finished' };
   }
   const boundary = plan.boundary;
-  let cursor = { deadAt: '-infinity', id: '' };
-  const started = performance.now();
-  try {
-    for (;;) {
-      if (pace.signal?.aborted) break;
-      const batch = await sql.begin(async (tx) => {
-        const rows = await tx<CandidateRow[]>`
-          SELECT d.id, to_json(d.dead_at) #>> '{}' AS dead_at, e.enabled AND e.deleted_at IS NULL AS available
-          FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-          WHERE ${matches(tx, filter, plan.asOf)}
-            AND (d.dead_at, d.id) > (${cursor.deadAt}::text::timestamptz, ${cursor.id})
-            AND (d.dead_at, d.id) <= (${boundary.deadAt}::text::timestamptz, ${boundary.id})
-          ORDER BY d.dead_at, d.id
-          LIMIT ${pace.batchSize}
-          FOR UPDATE OF d`;
-        const wanted = rows.filter((r) => r.available).map((r, i) => ({ id: r.id, delayMs: i * spacingMs }));
-        const requeued = await requeueLocked(tx, wanted, plan.auditId);
-        await tx`
-          UPDATE replay_audit SET replayed = replayed + ${requeued.length},
-            skipped = skipped + ${rows.length - requeued.length}, updated_at = now()
-          WHERE id = ${plan.auditId}`;
-        if (requeued.length > 0) await notifyOnCommit(tx);
-        return { rows, requeued: requeued.length };
-      });
-      if (batch.rows.length === 0) break;
-      cursor = { deadAt: batch.rows.at(-1)!.dead_at, id: batch.rows.at(-1)!.id };
-      progress.replayed += batch.requeued;
-      progress.skipped += batch.rows.length - batch.requeued;
-      pace.onProgress?.({ ...progress });
-      // The next batch starts when this one's last delivery falls due, so the rate holds on
-      // average across batches, not just within one.
-      await pause(started + progress.replayed * spacingMs - performance.now(), pace.signal);
-    }
-  } catch (error) {
-    await finishAudit(sql, plan.auditId, 'failed').catch(() => {});
-    throw error;
-  }
-  const state = pace.signal?.aborted ? 'interrupted' : 'finished';
-  // Matched rows that no batch saw any more (replayed meanwhile by someone else) count as skipped.
-  if (state === 'finished') progress.skipped = plan.matched - progress.replayed;
-  await finishAudit(sql, plan.auditId, state, state === 'finished' ? progress.skipped : undefined);
-  return { ...progress, state } as ReplayOutcome;
-}
-
-/**
- * Marks a replay's progress row finished, interrupted or failed (and fixes `skipped` when given);
- * a `finished` one enqueues `replay.finished` for the operators in the same statement
- * (ops-events/events.ts).
- */
-export async function finishAudit(sql: Sql, auditId: string, state: string, skipped?: number): Promise<void> {
-  await sql`
-    WITH ended AS (
-      UPDATE replay_audit SET state = ${state}, finished_at = now(), updated_at = now(),
-        skipped = ${skipped === undefined ? sql`skipped` : sql`${skipped}`}
-      WHERE id = ${auditId}
-      RETURNING id, tenant_id, filter, state, matched, replayed, skipped
-    ),
-    ${opsEventCtes(
-      sql,
-      'ops',
-      sql`SELECT 'replay.finished'::text AS type, tenant_id, filter ->> 'endpoint_id' AS endpoint_id,
-            jsonb_build_object('replay_id', id, 'matched', matched, 'replayed', replayed, 'skipped', skipped,
-                               'filter', filter) AS data
-          FROM ended WHERE state = 'finished'`,
-    )}
-    SELECT 1`;
+  return requeueInPacedBatches(
+    sql,
+    plan,
+    pace,
+    { deadAt: '-infinity', id: '' },
+    async (tx, cursor, limit) => {
+      const rows = await tx<CandidateRow[]>`
+        SELECT d.id, to_json(d.dead_at) #>> '{}' AS dead_at, e.enabled AND e.deleted_at IS NULL AS available
+        FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+        WHERE ${matches(tx, filter, plan.asOf)}
+          AND (d.dead_at, d.id) > (${cursor.deadAt}::text::timestamptz, ${cursor.id})
+          AND (d.dead_at, d.id) <= (${boundary.deadAt}::text::timestamptz, ${boundary.id})
+        ORDER BY d.dead_at, d.id
+        LIMIT ${limit}
+        FOR UPDATE OF d`;
+      const last = rows.at(-1);
+      return {
+        read: rows.length,
+        wanted: rows.filter((r) => r.available).map((r) => r.id),
+        next: last ? { deadAt: last.dead_at, id: last.id } : cursor,
+      };
+    },
+  );
 }
 
 /**

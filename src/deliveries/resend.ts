@@ -10,9 +10,9 @@
 import type { Executor, Sql } from '../db/connect.js';
 import type { Actor } from '../tenants/audit.js';
 import { tenantIs } from '../tenants/scope.js';
-import { finishAudit, pause, type ReplayPace } from './bulk-replay.js';
+import { type ReplayPace, requeueInPacedBatches } from './paced-requeue.js';
 import type { DeliveryStatus } from './read.js';
-import { insertAudit, notifyOnCommit, ReplayError, requeueLocked } from './replay.js';
+import { insertAudit, ReplayError } from './replay.js';
 
 export interface ResendFilter {
   /** The caller's tenant scope; null: every tenant (the endpoint id names one). */
@@ -166,10 +166,11 @@ interface CandidateRow {
 }
 
 /**
- * Requeues the planned set batch by batch (lock the rows, requeue those with no queue row and a
- * payload, advance the audit row, notify; one transaction), no faster than `ratePerSecond` on
- * average, the deliveries within a batch spaced 1/rate apart. A crash loses at most the batch in
- * progress; the rest was simply not resent. Stops between batches when `signal` aborts.
+ * Requeues the planned set batch by batch (paced-requeue.ts: lock the rows, requeue those with no
+ * queue row and a payload, advance the audit row, notify; one transaction), no faster than
+ * `ratePerSecond` on average, the deliveries within a batch spaced 1/rate apart. A crash loses at
+ * most the batch in progress; the rest was simply not resent. Stops between batches when
+ * `signal` aborts.
  */
 export async function runResend(
   sql: Sql,
@@ -177,51 +178,33 @@ export async function runResend(
   filter: ResendFilter,
   pace: ReplayPace,
 ): Promise<ResendProgress & { state: 'finished' | 'interrupted' }> {
-  const progress: ResendProgress = { matched: plan.matched, resent: 0, skipped: 0 };
   if (plan.dryRun || plan.boundary === null) {
-    return { ...progress, skipped: plan.dryRun ? plan.queued + plan.payloadExpired : 0, state: 'finished' };
+    const skipped = plan.dryRun ? plan.queued + plan.payloadExpired : 0;
+    return { matched: plan.matched, resent: 0, skipped, state: 'finished' };
   }
   const boundary = plan.boundary;
-  const spacingMs = 1000 / pace.ratePerSecond;
-  let cursor = '';
-  const started = performance.now();
-  try {
-    for (;;) {
-      if (pace.signal?.aborted) break;
-      const batch = await sql.begin(async (tx) => {
-        // FOR UPDATE OF d: a concurrent replay of the same delivery waits for this batch, then
-        // sees its queue row and refuses, so nothing is queued twice.
-        const rows = await tx<CandidateRow[]>`
-          SELECT d.id, q.delivery_id IS NOT NULL AS queued
-          FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id JOIN messages m ON m.id = d.message_id
-          LEFT JOIN delivery_queue q ON q.delivery_id = d.id
-          WHERE ${matches(tx, filter)} AND d.id > ${cursor} AND d.id <= ${boundary}
-          ORDER BY d.id
-          LIMIT ${pace.batchSize}
-          FOR UPDATE OF d`;
-        const wanted = rows.filter((r) => !r.queued).map((r, i) => ({ id: r.id, delayMs: i * spacingMs }));
-        // requeueLocked leaves out the ones whose payload was erased.
-        const requeued = await requeueLocked(tx, wanted, plan.auditId);
-        await tx`
-          UPDATE replay_audit SET replayed = replayed + ${requeued.length},
-            skipped = skipped + ${rows.length - requeued.length}, updated_at = now()
-          WHERE id = ${plan.auditId}`;
-        if (requeued.length > 0) await notifyOnCommit(tx);
-        return { rows, requeued: requeued.length };
-      });
-      if (batch.rows.length === 0) break;
-      cursor = batch.rows.at(-1)!.id;
-      progress.resent += batch.requeued;
-      progress.skipped += batch.rows.length - batch.requeued;
-      pace.onProgress?.({ matched: progress.matched, replayed: progress.resent, skipped: progress.skipped });
-      await pause(started + progress.resent * spacingMs - performance.now(), pace.signal);
-    }
-  } catch (error) {
-    await finishAudit(sql, plan.auditId, 'failed').catch(() => {});
-    throw error;
-  }
-  const state = pace.signal?.aborted ? 'interrupted' : 'finished';
-  if (state === 'finished') progress.skipped = plan.matched - progress.resent;
-  await finishAudit(sql, plan.auditId, state, state === 'finished' ? progress.skipped : undefined);
-  return { ...progress, state };
+  const outcome = await requeueInPacedBatches(sql, plan, pace, '', async (tx, cursor, limit) => {
+    // FOR UPDATE OF d: a concurrent replay of the same delivery waits for this batch, then
+    // sees its queue row and refuses, so nothing is queued twice.
+    const rows = await tx<CandidateRow[]>`
+      SELECT d.id, q.delivery_id IS NOT NULL AS queued
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id JOIN messages m ON m.id = d.message_id
+      LEFT JOIN delivery_queue q ON q.delivery_id = d.id
+      WHERE ${matches(tx, filter)} AND d.id > ${cursor} AND d.id <= ${boundary}
+      ORDER BY d.id
+      LIMIT ${limit}
+      FOR UPDATE OF d`;
+    // requeueLocked leaves out the ones whose payload was erased.
+    return {
+      read: rows.length,
+      wanted: rows.filter((r) => !r.queued).map((r) => r.id),
+      next: rows.at(-1)?.id ?? cursor,
+    };
+  });
+  return {
+    matched: outcome.matched,
+    resent: outcome.replayed,
+    skipped: outcome.skipped,
+    state: outcome.state,
+  };
 }
