@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connect.js';
 import { utf8Server } from '../db/encoding.js';
+import { withWaitingEndpoints } from './queue-state.js';
 
 export interface ClaimedDelivery {
   id: string;
@@ -152,14 +153,7 @@ function claimStatement(
   asText: boolean,
 ): Promise<ClaimRow[]> {
   return tx`
-    WITH RECURSIVE waiting AS (
-      (SELECT endpoint_id FROM delivery_queue WHERE lease_expires_at IS NULL ORDER BY endpoint_id LIMIT 1)
-      UNION ALL
-      SELECT (SELECT q.endpoint_id FROM delivery_queue q
-              WHERE q.lease_expires_at IS NULL AND q.endpoint_id > w.endpoint_id
-              ORDER BY q.endpoint_id LIMIT 1)
-      FROM waiting w WHERE w.endpoint_id IS NOT NULL
-    ),
+    ${withWaitingEndpoints(tx)},
     active AS (
       SELECT w.endpoint_id FROM waiting w WHERE w.endpoint_id IS NOT NULL AND NOT (w.endpoint_id = ANY(${skip}::text[]))
     ),

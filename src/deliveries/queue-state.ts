@@ -18,6 +18,24 @@
 import type { Executor, Fragment } from '../db/connect.js';
 import { opsEventCtes } from '../ops-events/events.js';
 
+/**
+ * Opens a `WITH RECURSIVE` whose CTE `waiting(endpoint_id)` lists the endpoints that have waiting
+ * (unleased) rows, by a loose index scan over delivery_queue_endpoint_due_idx: one descent per
+ * endpoint, so its cost follows the backlog's endpoints, not its rows. Its last row is NULL (where
+ * the recursion stops); readers filter it. The claim and the unclaimable sweep both start here.
+ */
+export function withWaitingEndpoints(sql: Executor): Fragment {
+  return sql`
+    WITH RECURSIVE waiting AS (
+      (SELECT endpoint_id FROM delivery_queue WHERE lease_expires_at IS NULL ORDER BY endpoint_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT q.endpoint_id FROM delivery_queue q
+              WHERE q.lease_expires_at IS NULL AND q.endpoint_id > w.endpoint_id
+              ORDER BY q.endpoint_id LIMIT 1)
+      FROM waiting w WHERE w.endpoint_id IS NOT NULL
+    )`;
+}
+
 /** What a row coming back to the queue (retry, release, reap) becomes, given its endpoint now. */
 export type ReturnFate = 'wait' | 'park' | 'cancel';
 
@@ -168,14 +186,7 @@ export async function enableEndpoints(sql: Executor, ids: string[]): Promise<str
  */
 export async function sweepUnclaimable(sql: Executor): Promise<{ parked: number; cancelled: number }> {
   const [row] = await sql<{ parked: number; cancelled: number }[]>`
-    WITH RECURSIVE waiting AS (
-      (SELECT endpoint_id FROM delivery_queue WHERE lease_expires_at IS NULL ORDER BY endpoint_id LIMIT 1)
-      UNION ALL
-      SELECT (SELECT q.endpoint_id FROM delivery_queue q
-              WHERE q.lease_expires_at IS NULL AND q.endpoint_id > w.endpoint_id
-              ORDER BY q.endpoint_id LIMIT 1)
-      FROM waiting w WHERE w.endpoint_id IS NOT NULL
-    ),
+    ${withWaitingEndpoints(sql)},
     stuck AS (
       SELECT e.id, e.deleted_at IS NOT NULL AS gone FROM waiting w
       JOIN endpoints e ON e.id = w.endpoint_id LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
