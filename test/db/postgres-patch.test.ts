@@ -8,11 +8,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import postgres from 'postgres';
 import { connect } from '../../src/db/connect.js';
 import { startProxy } from '../faults/tcp-proxy.js';
 import { createTestDatabase } from '../helpers.js';
@@ -43,6 +45,23 @@ await new Promise((r) => setTimeout(r, 200));
 console.log('process alive');
 process.exit(0);
 `;
+
+/** How a statement ended within `ms`: "answered", "failed CODE" or "still waiting". */
+async function settle(query: Promise<unknown>, ms = 5000): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<string>((r) => {
+    timer = setTimeout(() => r('still waiting'), ms);
+  });
+  const ended = query.then(
+    () => 'answered',
+    (error: { code?: string }) => `failed ${error.code}`,
+  );
+  try {
+    return await Promise.race([ended, waited]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
   it('a query on a connection whose server process died fails with CONNECTION_CLOSED; the process lives', async () => {
@@ -111,17 +130,9 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
     // (migrations, the retention pass, the message-log index) reserve a connection, run cleanup
     // statements on it in `finally` and release it, so a database restart during one of them hung
     // the task or broke its pool for good (the retention pass runs on the dispatcher's pool).
-    // Unpatched, one of the waits below reads "still waiting" in most runs.
+    // Without the release patch the pool's statements below fail or wait for good.
     const db = await createTestDatabase(false);
     const sql = connect(db.url, { max: 1 });
-    const settle = (query: Promise<unknown>) =>
-      Promise.race([
-        query.then(
-          () => 'answered',
-          (error: { code?: string }) => `failed ${error.code}`,
-        ),
-        new Promise<string>((r) => setTimeout(() => r('still waiting'), 5000)),
-      ]);
     try {
       for (let round = 0; round < 3; round++) {
         const reserved = await sql.reserve();
@@ -141,6 +152,69 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
         assert.ok(!outcomes.includes('still waiting'), `no statement waits for good: ${outcomes.join(', ')}`);
         assert.equal(outcomes.at(-1), 'answered', `the pool answers again: ${outcomes.join(', ')}`);
       }
+    } finally {
+      await sql.end({ timeout: 1 });
+      await db.drop();
+    }
+  });
+  it('a statement written between a socket error and its close fails instead of waiting for good', async () => {
+    // porsager/postgres#1199's other half: upstream fails the waiting statements at close only
+    // when the close came without an error, as the error event failed those it knew of. One
+    // sent to the connection after the error (it still sat in the pool as open) was never
+    // failed. Deterministic here: the statement goes out from inside the socket's error event.
+    const db = await createTestDatabase(false);
+    const { hostname, port } = new URL(db.url);
+    const sockets: net.Socket[] = [];
+    // `socket` (a connected socket of the caller's) is in postgres.js's documentation, not its types.
+    const options = {
+      max: 1,
+      onnotice: () => {},
+      socket: () =>
+        new Promise<net.Socket>((resolve, reject) => {
+          const socket = net.connect(Number(port), hostname, () => resolve(socket));
+          socket.once('error', reject);
+          sockets.push(socket);
+        }),
+    };
+    const sql = postgres(db.url, options as postgres.Options<Record<string, never>>);
+    try {
+      await sql`SELECT 1`;
+      const late = new Promise<string>((resolve) => {
+        sockets.at(-1)!.once('error', () => resolve(settle(sql`SELECT 2`.execute())));
+      });
+      sockets.at(-1)!.destroy(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' }));
+      assert.match(await late, /^failed /, 'the statement sent after the error fails');
+      assert.equal(await settle(sql`SELECT 3`.execute()), 'answered', 'the pool reconnects');
+    } finally {
+      await sql.end({ timeout: 1 });
+      await db.drop();
+    }
+  });
+
+  it("a cleanup statement on a reservation whose connection closed fails, and the pool's waiting query is not hurt", async () => {
+    // Once a reserved connection has closed, onclose hands it to the pool, reconnecting it for a
+    // query that waits there. Upstream, a statement still sent through the old reservation (the
+    // `finally` of the retention pass, which runs on the dispatcher's pool) went to that
+    // connection: in the middle of its startup, or it failed the pool's query. Now it fails alone.
+    const db = await createTestDatabase(false);
+    const sql = connect(db.url, { max: 1 });
+    try {
+      const reserved = await sql.reserve();
+      const [row] = await reserved<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+      const waiting = settle(sql`SELECT 1`.execute(), 10_000); // queued: the only connection is reserved
+      await db.sql`SELECT pg_terminate_backend(${row!.pid})`;
+      assert.match(await settle(reserved`SELECT pg_sleep(0)`), /^failed /, 'the reserved statement fails');
+      await new Promise((r) => setTimeout(r, 200)); // the close has handed the connection on
+      assert.equal(
+        await settle(reserved`SELECT pg_advisory_unlock_all()`),
+        'failed CONNECTION_CLOSED',
+        'a cleanup on the old reservation fails at once',
+      );
+      reserved.release();
+      assert.notEqual(await waiting, 'still waiting', "the pool's waiting query settles");
+      const outcomes: string[] = [];
+      for (let i = 0; i < 4; i++) outcomes.push(await settle(sql`SELECT 1`.execute()));
+      assert.equal(outcomes.at(-1), 'answered', `the pool answers: ${outcomes.join(', ')}`);
     } finally {
       await sql.end({ timeout: 1 });
       await db.drop();
