@@ -1,4 +1,4 @@
-import type { ReplayProgress } from '../deliveries/bulk-replay.js';
+import type { ReplayProgress } from '../deliveries/paced-requeue.js';
 import { errorFields, type Logger } from '../log.js';
 
 /**

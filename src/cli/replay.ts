@@ -7,13 +7,8 @@
 import os from 'node:os';
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
-import {
-  MAX_REPLAY_LIMIT,
-  type ReplayFilter,
-  type ReplayPace,
-  runReplay,
-  startReplay,
-} from '../deliveries/bulk-replay.js';
+import { MAX_REPLAY_LIMIT, type ReplayFilter, runReplay, startReplay } from '../deliveries/bulk-replay.js';
+import type { ReplayPace } from '../deliveries/paced-requeue.js';
 import { ReplayError } from '../deliveries/replay.js';
 import { planResend, type ResendFilter, runResend } from '../deliveries/resend.js';
 import type { Actor } from '../tenants/audit.js';

@@ -16,8 +16,6 @@ import { tenantIs } from '../tenants/scope.js';
 import { type ReplayOutcome, type ReplayPace, requeueInPacedBatches } from './paced-requeue.js';
 import { insertAudit, ReplayError } from './replay.js';
 
-export type { ReplayOutcome, ReplayPace, ReplayProgress } from './paced-requeue.js';
-
 /** The largest `limit` accepted (without a limit a replay takes every match). */
 export const MAX_REPLAY_LIMIT = 1_000_000;
 

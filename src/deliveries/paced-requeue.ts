@@ -41,7 +41,7 @@ export interface PacedBatch<Cursor> {
 }
 
 /** Sleeps `ms`, waking early (and resolving) when `signal` aborts. */
-export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (ms <= 0 || signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {

@@ -157,6 +157,7 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
       await db.drop();
     }
   });
+
   it('a statement written between a socket error and its close fails instead of waiting for good', async () => {
     // porsager/postgres#1199's other half: upstream fails the waiting statements at close only
     // when the close came without an error, as the error event failed those it knew of. One
