@@ -3,7 +3,7 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# postinstall (patch-package) applies patches/: the postgres.js socket guard, see README
+# postinstall (patch-package) applies patches/: the postgres.js fixes, see docs/contributing.md
 COPY patches ./patches
 RUN npm ci --omit=optional --no-audit --no-fund
 COPY tsconfig.json ./
@@ -17,7 +17,7 @@ FROM node:20-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 HOOKPOST_DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-# postinstall (patch-package) applies patches/: the postgres.js socket guard, see README
+# postinstall (patch-package) applies patches/: the postgres.js fixes, see docs/contributing.md
 COPY patches ./patches
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
@@ -30,7 +30,7 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 8080
 # DATABASE_URL, HOOKPOST_SECRET_KEY and HOOKPOST_ADMIN_TOKEN (or API keys) come from the
-# environment; see README.md ("Deploy") and compose.yaml.
+# environment; see docs/deploying.md and compose.yaml.
 # --single-threaded-gc: less CPU per delivery on a few shared cores (src/node-flags.ts).
 ENTRYPOINT ["node", "--single-threaded-gc", "bin/hookpost.js"]
 CMD ["start"]

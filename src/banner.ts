@@ -17,19 +17,23 @@ function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The quick-start commands, one per line, for the API at `base`. */
+/**
+ * The quick-start commands, one per line, for the API at `base`: README.md prints the same lines
+ * (test/cli/quick-start.test.ts checks it and runs them). `hookpost listen --subscribe` creates
+ * the endpoint and says at once why it cannot; the wait ends when it is ready or has exited, and
+ * nothing is sent after it exited.
+ */
 export function quickStartLines(base: string, tokenExpr: string, listenCommand: string): string[] {
   const receiver = `http://127.0.0.1:${QUICK_START_LISTEN_PORT}/`;
   return [
+    `HOOKPOST_URL=${base}`,
     `TOKEN=${tokenExpr}`,
-    `RES=$(curl -s -X POST ${base}/v1/endpoints -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\`,
-    `  -d '{"url": "${receiver}", "event_types": ["order.created"]}')`,
-    `EP=$(echo "$RES" | sed -E 's/.*"id":"([^"]+)".*/\\1/'); SECRET=$(echo "$RES" | sed -E 's/.*"secret":"([^"]+)".*/\\1/')`,
-    `${listenCommand} listen --port ${QUICK_START_LISTEN_PORT} --secret "$SECRET" &   # a receiver that verifies`,
-    `until curl -s ${receiver} >/dev/null; do sleep 0.2; done   # wait until it answers`,
-    `curl -s -w '\\n' -X POST ${base}/v1/deliveries -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \\`,
-    `  -d "{\\"endpoint_id\\": \\"$EP\\", \\"event_type\\": \\"order.created\\", \\"payload\\": {\\"type\\": \\"order.created\\", \\"data\\": {\\"order_id\\": 42}}}"`,
-    'sleep 1   # hookpost listen prints: <time>  msg_…  order.created  verified  51 bytes; `kill %1` stops it',
+    `${listenCommand} listen --port ${QUICK_START_LISTEN_PORT} --api "$HOOKPOST_URL" --subscribe order.created &   # subscribes itself, verifies`,
+    `until curl -s ${receiver} >/dev/null; do kill -0 $! 2>/dev/null || break; sleep 0.2; done   # ready, or it said why not`,
+    `kill -0 $! 2>/dev/null && curl -s -w '\\n' -X POST "$HOOKPOST_URL/v1/deliveries" -H "Authorization: Bearer $TOKEN" \\`,
+    `  -H 'Content-Type: application/json' \\`,
+    `  -d '{"event_type": "order.created", "payload": {"type": "order.created", "data": {"order_id": 42}}}'`,
+    'sleep 1',
   ];
 }
 
@@ -44,6 +48,11 @@ export function printBanner(config: Config, admin: AdminToken): void {
         : `Admin token: in ${admin.file}`;
   const tokenExpr =
     admin.source === 'environment' ? '$HOOKPOST_ADMIN_TOKEN' : `$(cat ${shellQuote(admin.file ?? '')})`;
+  // listen --subscribe finds the admin token in this data dir, wherever the commands are pasted.
+  const listenCommand =
+    admin.source === 'environment'
+      ? `node ${shellQuote(BIN)}`
+      : `HOOKPOST_DATA_DIR=${shellQuote(config.dataDir)} node ${shellQuote(BIN)}`;
   const privateTargets = config.allowPrivateTargets
     ? 'HOOKPOST_ALLOW_PRIVATE_TARGETS=true: endpoints may be on 127.0.0.1 and private networks (local development only).'
     : 'First restart with HOOKPOST_ALLOW_PRIVATE_TARGETS=true (e.g. `HOOKPOST_ALLOW_PRIVATE_TARGETS=true npm start`):\n' +
@@ -55,7 +64,8 @@ export function printBanner(config: Config, admin: AdminToken): void {
     '',
     'Quick start: a delivery to a local receiver, verified (paste into another terminal).',
     privateTargets,
-    ...quickStartLines(base, tokenExpr, `node ${shellQuote(BIN)}`).map((l) => `  ${l}`),
+    ...quickStartLines(base, tokenExpr, listenCommand).map((l) => `  ${l}`),
+    'hookpost listen then prints: <time>  msg_…  order.created  verified  51 bytes; `kill %1` stops it.',
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -1,6 +1,6 @@
 /**
- * Readers for one environment variable each, for config.ts (the only module that reads the
- * environment): a bad value throws a ConfigError that names the variable and what was expected.
+ * Readers for one environment variable each: config.ts hands them its `env` (process.env unless a
+ * test passes another); a bad value throws a ConfigError that names the variable and what was expected.
  */
 import net from 'node:net';
 

@@ -1,11 +1,18 @@
 /**
- * Configuration: the only module that reads the environment. Every tunable is parsed and
- * validated once at start; a bad value throws a ConfigError naming the variable, so the
- * process stops before it serves anything.
+ * Configuration: every setting of a hookpost process is read from the environment here, once at
+ * start (main.ts calls loadConfig and passes the typed result down). The only other reads of
+ * process.env: the bench's profiling hook HOOKPOST_BENCH_NODE_ARGS (bench/harness.ts), the
+ * environment handed on whole to child processes (embedded PostgreSQL, the bench's processes),
+ * and, once tracing() here has turned tracing on, the OpenTelemetry SDK's own reads of its
+ * standard OTEL_* variables (sampler, batch processor, exporter: tracing/otel.ts).
+ * A bad value throws a ConfigError naming the variable, so the process stops before it serves
+ * anything.
  */
 
 import dns from 'node:dns';
 import path from 'node:path';
+import { retention, tracing } from './config-sections.js';
+import { type TenantLimits, tenantLimits } from './config-tenant-limits.js';
 import {
   boolVar,
   ConfigError,
@@ -16,9 +23,12 @@ import {
   portVar,
   stringVar,
 } from './config-vars.js';
+import { parseDatabaseUrl } from './db/url.js';
 import { DEFAULT_PATTERN_THRESHOLDS, type PatternThresholds } from './deliveries/dead-letter-patterns.js';
 import type { RetryPolicy } from './deliveries/retry-policy.js';
+import { type ProxyConfig, parseProxyUrl } from './dispatch/egress-proxy.js';
 import type { BreakerPolicy } from './endpoints/breaker.js';
+import type { TracingConfig } from './tracing/tracing.js';
 
 export { ConfigError } from './config-vars.js';
 
@@ -44,6 +54,11 @@ export interface Config {
   opsEventsPerMinute: number;
   retryAfterMaxSeconds: number;
   requestTimeoutMs: number;
+  /**
+   * The longest one statement of the API's pool may run (PostgreSQL statement_timeout): a request
+   * whose query takes longer is cancelled and answered 503 `database_busy`.
+   */
+  apiStatementTimeoutMs: number;
   responseSnippetBytes: number;
   leaseSeconds: number;
   claimBatchSize: number;
@@ -60,6 +75,8 @@ export interface Config {
   replayBatchSize: number;
   /** The most deliveries per second a bulk replay releases to the dispatchers. */
   replayRatePerSecond: number;
+  /** Endpoints per tenant, and its bulk replays and resends at once (config-tenant-limits.ts). */
+  tenantLimits: TenantLimits;
   /** A separate /metrics listener (the only way to scrape a `hookpost dispatcher` process). */
   metricsPort: number | undefined;
   /** When set, /metrics asks for `Authorization: Bearer <token>`. */
@@ -70,6 +87,8 @@ export interface Config {
   deadLetterPatterns: PatternThresholds;
   /** DNS servers for partner names; undefined: those of /etc/resolv.conf (dispatch/dns.ts). */
   dnsServers: string[] | undefined;
+  /** HOOKPOST_EGRESS_PROXY: the CONNECT proxy every delivery and token request leaves through. */
+  egressProxy: ProxyConfig | undefined;
   /** Longest a DNS answer is cached, whatever its TTL. */
   dnsMaxTtlSeconds: number;
   /** Origins allowed to frame /portal (CSP frame-ancestors); empty: none may. */
@@ -88,6 +107,8 @@ export interface Config {
   retentionBatchSize: number;
   /** Pause between two retention batches, so the pass never hogs the database. */
   retentionPauseMs: number;
+  /** OpenTelemetry traces (docs/tracing.md); undefined: off, and the SDK is never loaded. */
+  tracing: TracingConfig | undefined;
   /** The retry and breaker policies, built once from the variables above and passed down. */
   policies: { retry: RetryPolicy; breaker: BreakerPolicy };
 }
@@ -112,6 +133,17 @@ function patternThresholds(env: Env): PatternThresholds {
       integer: true,
     }),
   };
+}
+
+/** HOOKPOST_EGRESS_PROXY: `http://[user:pass@]host:port`; the error never repeats the value (it may hold a password). */
+function egressProxy(env: Env): ProxyConfig | undefined {
+  const raw = stringVar(env, 'HOOKPOST_EGRESS_PROXY');
+  if (raw === undefined) return undefined;
+  try {
+    return parseProxyUrl(raw);
+  } catch (error) {
+    throw new ConfigError(`HOOKPOST_EGRESS_PROXY is invalid: ${(error as Error).message}`);
+  }
 }
 
 /** HOOKPOST_DNS_SERVERS: comma-separated `ip`, `ip:port` or `[ipv6]:port`, checked by c-ares itself. */
@@ -175,42 +207,17 @@ function previousSecretKeys(env: Env, current: string | undefined): string[] {
   return keys;
 }
 
-/** Retention windows in days accept fractions (tests use 0.0005, about 43 s). */
-function retention(env: Env) {
-  const positiveDays = (name: string, fallback: number) => {
-    const days = numberVar(env, name, fallback);
-    if (days <= 0) fail(name, String(env[name]), 'a number of days above 0');
-    return days;
-  };
-  const retentionDays = positiveDays('HOOKPOST_RETENTION_DAYS', 30);
-  const batch = numberVar(env, 'HOOKPOST_RETENTION_BATCH_SIZE', 500, { min: 1, integer: true });
-  if (batch > 10_000)
-    fail(
-      'HOOKPOST_RETENTION_BATCH_SIZE',
-      String(env.HOOKPOST_RETENTION_BATCH_SIZE),
-      'an integer from 1 to 10000',
-    );
-  return {
-    retentionDays,
-    payloadRetentionDays: positiveDays('HOOKPOST_PAYLOAD_RETENTION_DAYS', retentionDays),
-    partitionIntervalSeconds: numberVar(env, 'HOOKPOST_PARTITION_INTERVAL_SECONDS', 86400, {
-      min: 1,
-      integer: true,
-    }),
-    partitionsAhead: numberVar(env, 'HOOKPOST_PARTITIONS_AHEAD', 3, { min: 1, integer: true }),
-    retentionIntervalSeconds: numberVar(env, 'HOOKPOST_RETENTION_INTERVAL_SECONDS', 300, { min: 0.05 }),
-    retentionBatchSize: batch,
-    retentionPauseMs: numberVar(env, 'HOOKPOST_RETENTION_PAUSE_MS', 20),
-  };
-}
-
 /** Parses and validates the whole configuration; throws ConfigError on the first bad value. */
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const databaseUrl = stringVar(env, 'DATABASE_URL');
   // The value may hold a password: never echo it.
-  if (databaseUrl !== undefined && (!/^postgres(ql)?:\/\//.test(databaseUrl) || !URL.canParse(databaseUrl))) {
-    fail('DATABASE_URL', '<redacted>', 'a postgres://user:password@host:port/database URL');
+  if (databaseUrl !== undefined && parseDatabaseUrl(databaseUrl) === undefined) {
+    fail(
+      'DATABASE_URL',
+      '<redacted>',
+      'a postgres://user:password@host:port/database URL (several hosts: host1:port1,host2:port2)',
+    );
   }
   const secretKey = stringVar(env, 'HOOKPOST_SECRET_KEY');
   if (production && secretKey === undefined) {
@@ -253,6 +260,10 @@ export function loadConfig(env: Env = process.env): Config {
     opsEventsPerMinute: numberVar(env, 'HOOKPOST_OPS_EVENTS_PER_MINUTE', 600, { min: 1, integer: true }),
     retryAfterMaxSeconds: numberVar(env, 'HOOKPOST_RETRY_AFTER_MAX_SECONDS', 3600),
     requestTimeoutMs: numberVar(env, 'HOOKPOST_REQUEST_TIMEOUT_MS', 15000, { min: 1 }),
+    apiStatementTimeoutMs: numberVar(env, 'HOOKPOST_API_STATEMENT_TIMEOUT_MS', 5000, {
+      min: 1,
+      integer: true,
+    }),
     responseSnippetBytes: numberVar(env, 'HOOKPOST_RESPONSE_SNIPPET_BYTES', 1024, { integer: true }),
     leaseSeconds: numberVar(env, 'HOOKPOST_LEASE_SECONDS', 60, { min: 0.01 }),
     claimBatchSize: numberVar(env, 'HOOKPOST_CLAIM_BATCH_SIZE', 500, { min: 1, integer: true }),
@@ -267,14 +278,17 @@ export function loadConfig(env: Env = process.env): Config {
     embeddedPort: numberVar(env, 'HOOKPOST_EMBEDDED_PG_PORT', 54329, { min: 1, integer: true }),
     replayBatchSize: numberVar(env, 'HOOKPOST_REPLAY_BATCH_SIZE', 100, { min: 1, integer: true }),
     replayRatePerSecond: numberVar(env, 'HOOKPOST_REPLAY_RATE_PER_SECOND', 50),
+    tenantLimits: tenantLimits(env),
     metricsPort,
     metricsToken,
     metricsCacheSeconds: numberVar(env, 'HOOKPOST_METRICS_CACHE_SECONDS', 5),
     deadLetterPatterns: patternThresholds(env),
     dnsServers: dnsServers(env),
+    egressProxy: egressProxy(env),
     dnsMaxTtlSeconds: numberVar(env, 'HOOKPOST_DNS_MAX_TTL_SECONDS', 300, { min: 0 }),
     portalFrameAncestors: portalFrameAncestors(env),
     ...retention(env),
+    tracing: tracing(env),
     policies: undefined as never, // filled in below, from the validated values
   };
   config.policies = {

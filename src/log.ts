@@ -1,13 +1,54 @@
 /**
  * The process logger. Log lines carry ids, counts, status codes and error classes only: never a
  * payload, a secret, a token or a full URL (a URL can hold credentials in its query).
+ *
+ * Two forms: JSON lines (the default: what log shippers read) and, for a person at a terminal,
+ * one readable line per entry (pino-pretty: ISO time, level, message, fields), written
+ * synchronously so that entries land where they happen, never inside the start banner.
  */
+import { createRequire } from 'node:module';
 import pino from 'pino';
+import type { PrettyOptions } from 'pino-pretty';
 
 export type Logger = pino.Logger;
 
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: 'hookpost' } });
+// Loaded only for a terminal: JSON logging in production never pays for it.
+const require = createRequire(import.meta.url);
+type PinoPrettyModule = typeof import('pino-pretty');
+
+const PRETTY: PrettyOptions = {
+  translateTime: "UTC:yyyy-mm-dd'T'HH:MM:ss.l'Z'",
+  ignore: 'pid,hostname,service',
+  singleLine: true,
+};
+
+/**
+ * Readable lines when a person is reading: stdout is a terminal and this is not production
+ * (NODE_ENV=production keeps JSON even in a terminal, as an operator attached to a container
+ * expects what the log pipeline gets).
+ */
+export function terminalLogs(config: { production: boolean }, stdout: { isTTY?: boolean } = process.stdout) {
+  return stdout.isTTY === true && !config.production;
+}
+
+/** A logger at `level`; `readable` picks the terminal form (see terminalLogs). */
+export function createLogger(level: string, readable = false): Logger {
+  const options = { level, base: { service: 'hookpost' } };
+  if (!readable) return pino(options);
+  const { build } = require('pino-pretty') as PinoPrettyModule;
+  return pino(options, build({ ...PRETTY, sync: true, colorize: true }));
+}
+
+/** Formats one JSON log line (a child process's) as the terminal form does; the line itself if it is not JSON. */
+export function readableLogLine(line: string, colorize = false): string {
+  const { prettyFactory } = require('pino-pretty') as PinoPrettyModule;
+  const pretty = prettyFactory({ ...PRETTY, colorize });
+  try {
+    JSON.parse(line);
+  } catch {
+    return line;
+  }
+  return pretty(line).trimEnd();
 }
 
 /**

@@ -2,18 +2,21 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ListenError } from './api/serve.js';
 import { runBench } from './bench/bench.js';
+import { runFilterCost } from './bench/filter-cost.js';
 import { runSoak } from './bench/soak.js';
 import { type ApiKeysArgs, runApiKeys } from './cli/api-keys.js';
+import { fanOutOption, partnerOption, positiveNumber } from './cli/bench-options.js';
 import { withDatabase } from './cli/database.js';
 import { runDeadLetters } from './cli/dead-letters.js';
 import { runListen } from './cli/listen.js';
+import { type ListenArgs, listenOptions } from './cli/listen-args.js';
 import { runPurge } from './cli/purge.js';
 import { runReplayCommand } from './cli/replay.js';
 import { UsageError } from './cli/usage-error.js';
 import { ConfigError, loadConfig } from './config.js';
 import { DatabaseError } from './db/database.js';
 import { migrate } from './db/migrate.js';
-import { createLogger } from './log.js';
+import { createLogger, terminalLogs } from './log.js';
 import { runRoles } from './roles.js';
 import { VERSION } from './version.js';
 
@@ -77,14 +80,30 @@ const COMMANDS: Record<string, Command> = {
   listen: {
     summary: "a local webhook receiver: verifies each delivery's signature and prints it (for development)",
     usage:
-      'hookpost listen [--port 9000] [--host 127.0.0.1] [--secret whsec_…]\n' +
-      "  --secret S  the endpoint's secret (from POST /v1/endpoints): each delivery is checked with the\n" +
-      '              Standard Webhooks verifier; without it signatures are not checked\n' +
-      '  --port N    port to receive on (default 9000)\n' +
-      '  --host H    address to receive on (default 127.0.0.1)\n' +
-      'Prints one line per delivery (webhook-id, event type, verified or not, size) and answers 200.\n' +
-      'hookpost refuses loopback targets unless started with HOOKPOST_ALLOW_PRIVATE_TARGETS=true.',
-    options: { port: { type: 'string' }, host: { type: 'string' }, secret: { type: 'string' } },
+      'hookpost listen [--port 9000] [--host 127.0.0.1] [--subscribe TYPES [--api URL] | --secret whsec_…]\n' +
+      '                [--status 200] [--delay-ms 0]\n' +
+      '  --subscribe T  create an endpoint for this receiver in hookpost (or reuse the one a previous\n' +
+      '                 listen made), subscribed to the event types T (comma-separated, * for all),\n' +
+      '                 and verify with its secret; needs the admin token (HOOKPOST_ADMIN_TOKEN, else\n' +
+      '                 .hookpost/admin-token of this folder)\n' +
+      "  --api URL      hookpost's address for --subscribe (default http://127.0.0.1:8080, from PORT/HOST)\n" +
+      "  --secret S     the endpoint's secret (from POST /v1/endpoints): each delivery is checked with the\n" +
+      '                 Standard Webhooks verifier; without it (or --subscribe) signatures are not checked\n' +
+      '  --status N     answer every delivery with N (e.g. 500: retried; 422: dead-lettered at once)\n' +
+      '  --delay-ms N   wait N ms before answering (past HOOKPOST_REQUEST_TIMEOUT_MS: a timeout)\n' +
+      '  --port N       port to receive on (default 9000)\n' +
+      '  --host H       address to receive on (default 127.0.0.1)\n' +
+      'Prints one line per delivery (time, webhook-id, event type, hookpost-sequence, verified or not,\n' +
+      'size). hookpost refuses loopback endpoints unless started with HOOKPOST_ALLOW_PRIVATE_TARGETS=true.',
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      secret: { type: 'string' },
+      subscribe: { type: 'string' },
+      api: { type: 'string' },
+      status: { type: 'string' },
+      'delay-ms': { type: 'string' },
+    },
   },
   'api-keys': {
     summary: 'create, list and revoke API keys (straight to the database)',
@@ -121,13 +140,24 @@ const COMMANDS: Record<string, Command> = {
       'hookpost bench [--n 20000] [--endpoints 10] [--payload-bytes 1024] [--rate R [--duration 10]] [--drain]\n' +
       '               [--ordering-keys K]\n' +
       '       hookpost bench --soak --rate R [--duration 600] [--retention-seconds S] [--csv soak.csv]\n' +
+      '       hookpost bench (--fan-out | --filters | --filtered K) [--n 20000] [--endpoints 10] [--rate R]\n' +
+      '       hookpost bench --filter-cost [--n 20000] [--rounds 6] [--payload-bytes 1024]\n' +
+      '       hookpost bench --partner basic|oauth|https|mtls|proxy [--n 20000] [--endpoints 10]\n' +
       '  --rate R      offer a steady R deliveries/s and report lag percentiles at that rate\n' +
       '  --duration S  seconds of steady load with --rate (default 10)\n' +
       '  --drain       enqueue all first, then time the dispatcher on the backlog and sample its memory\n' +
       '  --ordering-keys K  item i gets ordering_key k(i % K): deliveries/s with K keys sent in order\n' +
       '  --soak        steady --rate for --duration with a short retention (default duration/5): prints\n' +
       '                database size, deliveries/s, lag p99, lock waits and dispatcher RSS every 10 s,\n' +
-      '                writes them to --csv (default soak.csv) and an SVG chart beside it',
+      '                writes them to --csv (default soak.csv) and an SVG chart beside it\n' +
+      '  --fan-out     --n order events, each to every endpoint by subscription (CPU per event printed too)\n' +
+      '  --filters     the same fan-out, half of the endpoints with a three-clause filter half the events match\n' +
+      '  --filtered K  the same fan-out, K endpoints with that filter (--endpoints 100 --filtered 100: all)\n' +
+      '  --filter-cost CPU per event of deciding content filters in PostgreSQL (jsonpath) and in the\n' +
+      '                API process, interleaved over --rounds (needs PostgreSQL on this machine)\n' +
+      '  --partner M   endpoints with Basic auth, OAuth2 (local oidc-provider, cached token), a private-CA\n' +
+      '                HTTPS receiver, mTLS, or the dispatcher behind a local tinyproxy; no ceiling run\n' +
+      '  --no-ceiling  skip the no-queue ceiling run (for interleaved runs against --partner)',
     options: {
       n: { type: 'string' },
       endpoints: { type: 'string' },
@@ -139,6 +169,13 @@ const COMMANDS: Record<string, Command> = {
       soak: { type: 'boolean' },
       'retention-seconds': { type: 'string' },
       csv: { type: 'string' },
+      'filter-cost': { type: 'boolean' },
+      'fan-out': { type: 'boolean' },
+      filters: { type: 'boolean' },
+      filtered: { type: 'string' },
+      rounds: { type: 'string' },
+      partner: { type: 'string' },
+      'no-ceiling': { type: 'boolean' },
     },
   },
 };
@@ -148,30 +185,13 @@ function usage(): string {
   return (
     `Usage: hookpost <command> [options]   (hookpost --version: the version)\n\nCommands:\n${lines.join('\n')}\n\n` +
     'Run `hookpost <command> --help` for its options. Configuration comes from the environment;\n' +
-    'see README.md ("Configuration").'
+    'see docs/configuration.md.'
   );
 }
 
 /** One command's help: what it does first, then its synopsis and options. */
 function commandHelp(name: string, command: Command): string {
   return `hookpost ${name} — ${command.summary}\n\nUsage: ${command.usage}`;
-}
-
-function positiveNumber(
-  values: Record<string, unknown>,
-  name: string,
-  fallback: number,
-  integer = true,
-): number {
-  const raw = values[name];
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-    throw new UsageError(
-      `--${name} must be a positive ${integer ? 'integer' : 'number'}, got ${String(raw)}`,
-    );
-  }
-  return value;
 }
 
 /** Runs one CLI command and returns its exit code. */
@@ -199,17 +219,12 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (name === 'listen') {
-      // A receiver for local development: it needs none of hookpost's configuration.
-      const port = values.port === undefined ? 9000 : positiveNumber(values, 'port', 9000);
-      if (port > 65535) throw new UsageError(`--port must be a TCP port, 1 to 65535, got ${port}`);
-      return await runListen({
-        port,
-        host: (values.host as string | undefined) ?? '127.0.0.1',
-        secret: values.secret as string | undefined,
-      });
+      // A receiver for local development: only --subscribe reads hookpost's configuration.
+      return await runListen(await listenOptions(values as ListenArgs, () => loadConfig()));
     }
     const config = loadConfig();
-    const log = createLogger(config.logLevel);
+    const readable = terminalLogs(config);
+    const log = createLogger(config.logLevel, readable);
     switch (name) {
       case 'start':
         return await runRoles(config, log, { api: true, dispatcher: true });
@@ -218,8 +233,15 @@ export async function main(argv: string[]): Promise<number> {
       case 'dispatcher':
         return await runRoles(config, log, { api: false, dispatcher: true });
       case 'bench':
+        if (values['filter-cost'] === true) {
+          return await runFilterCost(config, createLogger('warn'), {
+            n: positiveNumber(values, 'n', 20000),
+            rounds: positiveNumber(values, 'rounds', 6),
+            payloadBytes: positiveNumber(values, 'payload-bytes', 1024),
+          });
+        }
         if (values.soak === true) {
-          return await runSoak({ ...config, allowPrivateTargets: true }, createLogger('warn'), {
+          return await runSoak({ ...config, allowPrivateTargets: true }, createLogger('warn', readable), {
             rate: positiveNumber(values, 'rate', 100, false),
             durationSeconds: positiveNumber(values, 'duration', 600, false),
             endpoints: positiveNumber(values, 'endpoints', 10),
@@ -231,7 +253,7 @@ export async function main(argv: string[]): Promise<number> {
             csvPath: typeof values.csv === 'string' ? values.csv : 'soak.csv',
           });
         }
-        return await runBench({ ...config, allowPrivateTargets: true }, createLogger('warn'), {
+        return await runBench({ ...config, allowPrivateTargets: true }, createLogger('warn', readable), {
           n: positiveNumber(values, 'n', 20000),
           endpoints: positiveNumber(values, 'endpoints', 10),
           payloadBytes: positiveNumber(values, 'payload-bytes', 1024),
@@ -240,6 +262,9 @@ export async function main(argv: string[]): Promise<number> {
           drain: values.drain === true,
           orderingKeys:
             values['ordering-keys'] === undefined ? undefined : positiveNumber(values, 'ordering-keys', 1),
+          fanOut: fanOutOption(values),
+          partner: partnerOption(values.partner),
+          noCeiling: values['no-ceiling'] === true,
         });
       case 'dead-letters':
         return await runDeadLetters(config, values as { endpoint?: string; hours?: string });

@@ -10,11 +10,12 @@ import { createMetricsApp } from './api/metrics-http.js';
 import { describeListenError, ListenError, serveApp } from './api/serve.js';
 import { printBanner } from './banner.js';
 import type { Config } from './config.js';
-import { connect } from './db/connect.js';
-import { openDatabase, verifyConnection } from './db/database.js';
+import { connect, isDatabaseUnavailable } from './db/connect.js';
+import { DatabaseError, type DatabaseHandle, openDatabase, verifyConnection } from './db/database.js';
 import { migrate, readMigrations } from './db/migrate.js';
-import { ensureMessageLogIndex } from './deliveries/message-log.js';
-import { createWaker } from './deliveries/wakeup.js';
+import { DatabaseOutages } from './db/outage.js';
+import { describeDatabaseUrl } from './db/url.js';
+import { ensureMessageIndexes } from './deliveries/message-indexes.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { closeDispatcherPools, openDispatcherPools } from './dispatch/pools.js';
 import { startResealing } from './endpoints/reseal.js';
@@ -22,7 +23,15 @@ import { createSecretBox } from './endpoints/secrets.js';
 import { EndpointStore } from './endpoints/store.js';
 import { errorFields, type Logger } from './log.js';
 import { createMetrics } from './metrics/registry.js';
+import { createWaker } from './queue/wakeup.js';
+import { startTracing } from './tracing/tracing.js';
 import { VERSION } from './version.js';
+
+/**
+ * Connections the process's main pool may open (requests, migrations, metrics gauges, and a
+ * dispatcher's maintenance reads): docs/deploying.md and compose.yaml are sized from it.
+ */
+export const MAIN_POOL_MAX = 20;
 
 export interface RoleOptions {
   api: boolean;
@@ -33,23 +42,48 @@ type Closer = () => Promise<void>;
 
 /**
  * Serves `app` on host:port; resolves once listening, with a closer for shutdown. When the port
- * cannot be bound, closes what was opened so far and throws a ListenError naming the setting:
- * the process must stop rather than carry on without its API.
+ * cannot be bound, throws a ListenError naming the setting: the process must stop rather than
+ * carry on without its API.
  */
-async function listen(
-  app: Hono,
-  port: number,
-  host: string,
-  portVariable: string,
-  opened: Closer[],
-): Promise<Closer> {
+async function listen(app: Hono, port: number, host: string, portVariable: string): Promise<Closer> {
   try {
     const served = await serveApp(app, port, host);
     return () => served.close();
   } catch (error) {
-    for (const close of opened) await close().catch(() => {});
     throw new ListenError(describeListenError(error, host, port, portVariable));
   }
+}
+
+/** Runs each closer in order (the newest first), whatever the others do; true if all succeeded. */
+async function closeAll(closers: Closer[], log: Logger): Promise<boolean> {
+  let ok = true;
+  for (const close of closers) {
+    try {
+      await close();
+    } catch (error) {
+      ok = false;
+      log.error(errorFields(error), 'shutdown step failed');
+    }
+  }
+  return ok;
+}
+
+/**
+ * A database that refuses at start (no primary, read-only, gone mid-migration) is a
+ * DatabaseError: one line naming where hookpost looked, and exit code 1 for the supervisor.
+ */
+function startupError(error: unknown, database: DatabaseHandle | undefined): unknown {
+  if (!database || error instanceof DatabaseError || !isDatabaseUnavailable(error)) return error;
+  const where = database.embedded ? 'the embedded PostgreSQL' : 'the database in DATABASE_URL';
+  const { message } = errorFields(error);
+  const readOnly = (error as { code?: string }).code === '25006' || /read-only/.test(message);
+  return new DatabaseError(
+    `cannot start: ${where} (${describeDatabaseUrl(database.url)}) became unavailable: ${message}` +
+      (readOnly
+        ? ' (a standby or a read-only server: point DATABASE_URL at the primary, or list every ' +
+          'host, host1:port1,host2:port2, so that hookpost finds the writable one)'
+        : ''),
+  );
 }
 
 /**
@@ -73,15 +107,66 @@ function exitOnUncaughtErrors(log: Logger): void {
 export async function runRoles(config: Config, log: Logger, roles: RoleOptions): Promise<number> {
   exitOnUncaughtErrors(log);
   const closers: Closer[] = [];
-  const database = await openDatabase(config, log);
-  closers.unshift(() => database.stop());
-  // A short connect timeout: with the database unreachable, requests answer 503 within 2 s.
-  const sql = connect(database.url, { max: 20, applicationName: 'hookpost-api', connectTimeoutSeconds: 1.5 });
-  closers.unshift(() => sql.end({ timeout: 5 }));
-  await verifyConnection(sql, database).catch(async (error) => {
-    for (const close of closers) await close().catch(() => {});
-    throw error;
+  const opened: { database?: DatabaseHandle } = {};
+  let showBanner: () => void;
+  try {
+    showBanner = await startRoles(config, log, roles, closers, opened);
+  } catch (error) {
+    // Whatever failed, close what was opened (pools, listeners, the embedded server), so the
+    // process exits now instead of lingering on its idle connections for a minute.
+    await closeAll(closers, log);
+    throw startupError(error, opened.database);
+  }
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      resolve((await closeAll(closers, log)) ? 0 : 1);
+    };
+    process.once('SIGINT', () => void stop('SIGINT'));
+    process.once('SIGTERM', () => void stop('SIGTERM'));
+    // Only now: a Ctrl-C sent the moment the banner shows must find the handlers in place (a
+    // signal landing between the banner and these lines killed the process unstopped, exit 130).
+    showBanner();
   });
+}
+
+/**
+ * Opens the database and starts the roles, adding a closer for each thing it opens; returns what
+ * prints the start banner, for the caller to call once it handles SIGINT/SIGTERM.
+ */
+async function startRoles(
+  config: Config,
+  log: Logger,
+  roles: RoleOptions,
+  closers: Closer[],
+  opened: { database?: DatabaseHandle },
+): Promise<() => void> {
+  // First, so that its closer runs last: the spans of the final attempts are exported too.
+  const tracing = await startTracing(config.tracing);
+  if (tracing) {
+    closers.unshift(() => tracing.shutdown());
+    log.info({ protocol: config.tracing!.protocol }, 'tracing on: exporting spans over OTLP/HTTP');
+  }
+  const database = await openDatabase(config, log);
+  opened.database = database;
+  closers.unshift(() => database.stop());
+  // A short connect timeout: with the database unreachable, requests answer 503 within 2 s. With
+  // the API here, every statement is bounded too, so that no request holds a connection for long
+  // (answered 503 database_busy); migrations and index builds lift the bound for themselves.
+  const sql = connect(database.url, {
+    max: MAIN_POOL_MAX,
+    applicationName: 'hookpost-api',
+    connectTimeoutSeconds: 1.5,
+    ...(roles.api ? { statementTimeoutMs: config.apiStatementTimeoutMs } : {}),
+  });
+  closers.unshift(() => sql.end({ timeout: 5 }));
+  // Outages are logged once each for the whole process (API and dispatcher).
+  const outages = new DatabaseOutages(sql, log);
+  closers.unshift(async () => outages.stop());
+  await verifyConnection(sql, database);
 
   const applied = await migrate(sql);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
@@ -111,13 +196,16 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
       waker,
       background,
       metrics,
+      outages,
+      tracing,
     });
-    closers.unshift(await listen(app, config.port, config.host, 'PORT', closers));
+    closers.unshift(await listen(app, config.port, config.host, 'PORT'));
     banner = admin;
-    // The events log's index, built CONCURRENTLY in the background (enqueue goes on meanwhile;
-    // the log works without it, only slower). A build cut short by a shutdown is redone next start.
-    ensureMessageLogIndex(sql).catch((error: unknown) =>
-      log.warn(errorFields(error), 'events log index not built; retried at next start'),
+    // The messages' tenant indexes (events log, deliveries list), built CONCURRENTLY in the
+    // background (enqueue goes on meanwhile; both reads work without them, only slower). A build
+    // cut short by a shutdown is redone next start.
+    ensureMessageIndexes(sql).catch((error: unknown) =>
+      log.warn(errorFields(error), 'tenant indexes of messages not built; retried at next start'),
     );
   }
 
@@ -128,7 +216,6 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
         config.metricsPort,
         config.host,
         'HOOKPOST_METRICS_PORT',
-        closers,
       ),
     );
     log.info({ port: config.metricsPort }, 'metrics listener started');
@@ -139,41 +226,27 @@ export async function runRoles(config: Config, log: Logger, roles: RoleOptions):
   // Only once the listeners are open: a process that cannot serve its API exits instead of
   // carrying on as a headless dispatcher.
   if (roles.dispatcher) {
-    const pools = openDispatcherPools(database.url);
-    const dispatcher = new Dispatcher({
+    let dispatcher: Dispatcher | undefined;
+    // A connection that closes (a failover) makes the dispatcher look for rows stranded by it.
+    const pools = openDispatcherPools(database.url, () => dispatcher?.connectionClosed());
+    closers.unshift(() => closeDispatcherPools(pools));
+    dispatcher = new Dispatcher({
       ...pools,
       config,
       log,
       secrets,
       userAgent: `hookpost/${VERSION}`,
       metrics,
+      outages,
+      tracing,
     });
+    const started = dispatcher;
+    closers.unshift(() => started.stop());
     await dispatcher.start();
-    closers.unshift(() => closeDispatcherPools(pools));
-    closers.unshift(() => dispatcher.stop());
     log.info({ concurrency: config.dispatchConcurrency }, 'dispatcher started');
   }
 
-  if (banner) printBanner(config, banner);
-
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = async (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info({ signal }, 'shutting down');
-      let code = 0;
-      for (const close of closers) {
-        try {
-          await close();
-        } catch (error) {
-          code = 1;
-          log.error(errorFields(error), 'shutdown step failed');
-        }
-      }
-      resolve(code);
-    };
-    process.once('SIGINT', () => void stop('SIGINT'));
-    process.once('SIGTERM', () => void stop('SIGTERM'));
-  });
+  return () => {
+    if (banner) printBanner(config, banner);
+  };
 }

@@ -6,12 +6,14 @@ import { createApp } from '../src/api/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { connect, type Sql } from '../src/db/connect.js';
 import { migrate, readMigrations } from '../src/db/migrate.js';
-import type { CompletedAttempt } from '../src/deliveries/queue.js';
-import { createWaker } from '../src/deliveries/wakeup.js';
+import type { RetryPolicy } from '../src/deliveries/retry-policy.js';
 import { createSecretBox } from '../src/endpoints/secrets.js';
 import { EndpointStore } from '../src/endpoints/store.js';
 import { createLogger } from '../src/log.js';
 import type { HookpostMetrics } from '../src/metrics/registry.js';
+import { type ClaimedDelivery, type ClaimOptions, claimBatch } from '../src/queue/claim.js';
+import type { CompletedAttempt } from '../src/queue/complete.js';
+import { createWaker } from '../src/queue/wakeup.js';
 
 export const TOKEN = 'test-admin-token-0123456789';
 
@@ -58,18 +60,19 @@ export type TestResponse = Omit<Response, 'json'> & { json(): Promise<any> };
 
 /**
  * The Hono app over a test database, plus helpers that send authorised JSON requests. Pass
- * `metrics` to share one registry with a test dispatcher, as `hookpost start` does.
+ * `metrics` to share one registry with a test dispatcher, as `hookpost start` does, and `sql` to
+ * serve the requests from another pool of the same database (one with a statement_timeout).
  */
 export async function createTestApp(
   db: TestDatabase,
   env: Record<string, string> = {},
-  options: { metrics?: HookpostMetrics } = {},
+  options: { metrics?: HookpostMetrics; sql?: Sql } = {},
 ) {
   const config = testConfig(env);
   const log = createLogger('silent');
   const waker = createWaker(db.sql);
   const app = createApp({
-    sql: db.sql,
+    sql: options.sql ?? db.sql,
     config,
     log,
     adminToken: TOKEN,
@@ -233,4 +236,14 @@ export function deliveredResult(
     delayMs: 0,
     ...overrides,
   };
+}
+
+/** One claim's deliveries: the dispatcher's claim statement, without its next-due answer. */
+export async function claimDue(sql: Sql, options: ClaimOptions): Promise<ClaimedDelivery[]> {
+  return (await claimBatch(sql, options)).deliveries;
+}
+
+/** A retry policy with no backoff (a reaped delivery is due at once) and `maxAttempts` attempts. */
+export function noBackoff(maxAttempts: number): RetryPolicy {
+  return { baseSeconds: 0, capSeconds: 0, maxAttempts, retryAfterMaxSeconds: 0 };
 }

@@ -2,8 +2,14 @@
  * `npm test`: runs every compiled test file with node's test runner against a real PostgreSQL.
  * DATABASE_URL when set; otherwise a throwaway embedded PostgreSQL (fsync off: it is deleted
  * afterwards) so a machine without PostgreSQL still runs the whole suite.
+ *
+ * The tests (and every process they start: hookpost, PostgreSQL tools, Chromium, Prometheus) get
+ * a temp dir of their own as TMPDIR. Whatever is left in it when they finish is a leak: the run
+ * fails and names it, so a test that forgets its temp files is caught the first time it runs
+ * (and other people's files in the machine's /tmp never make it look like ours).
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -40,6 +46,8 @@ async function main(): Promise<number> {
   const filter = process.argv.slice(2);
   let files = await findTestFiles(here);
   if (filter.length > 0) files = files.filter((f) => filter.some((p) => f.includes(p)));
+  // Paths to compiled files outside the suite (test/fixtures/) run as given: the runner's own test.
+  if (filter.length > 0 && filter.every((f) => f.endsWith('.js') && existsSync(f))) files = filter;
   let databaseUrl = process.env.DATABASE_URL;
   let stop = async () => {};
   if (!databaseUrl) {
@@ -60,14 +68,26 @@ async function main(): Promise<number> {
       await rm(dir, { recursive: true, force: true });
     };
   }
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'hookpost-test-tmp-'));
+  // Embedded PostgreSQL tools run as the `postgres` user when we are root: they write here too.
+  await chmod(tmp, 0o1777);
   const child = spawn(process.execPath, ['--test', '--test-concurrency=2', ...files], {
     stdio: 'inherit',
-    env: { ...process.env, TEST_DATABASE_URL: databaseUrl },
+    env: { ...process.env, TEST_DATABASE_URL: databaseUrl, TMPDIR: tmp },
   });
   const code = await new Promise<number>((resolve) =>
     child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))),
   );
   await stop();
+  const leftovers = await readdir(tmp);
+  await rm(tmp, { recursive: true, force: true });
+  if (leftovers.length > 0) {
+    process.stdout.write(
+      `# FAIL: the tests left ${leftovers.length} file(s) in their temp dir (each test removes its own):\n` +
+        leftovers.map((name) => `#   ${name}\n`).join(''),
+    );
+    return code || 1;
+  }
   return code;
 }
 

@@ -6,7 +6,12 @@ import fs from 'node:fs';
 import { makeWorkerUtils } from 'graphile-worker';
 import pg from 'pg';
 
-const N = Number(process.env.GW_N ?? 20000);
+// GW_RATE R (and GW_DURATION seconds, default 20): jobs added every 10 ms at a steady R/s, as
+// `hookpost bench --rate R` paces its batch requests; the cost is then taken after a 2 s warm-up.
+const RATE = process.env.GW_RATE ? Number(process.env.GW_RATE) : undefined;
+const DURATION = Number(process.env.GW_DURATION ?? 20);
+const WARMUP_MS = 2000;
+const N = RATE ? Math.round(RATE * DURATION) : Number(process.env.GW_N ?? 20000);
 const server = process.env.GW_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
 const dbName = `gw_bench_${randomBytes(4).toString('hex')}`;
 const admin = new pg.Client({ connectionString: `${server}/postgres` });
@@ -48,13 +53,13 @@ const worker = fork(new URL('./worker.mjs', import.meta.url), {
 await new Promise((r) => worker.once('message', r));
 
 const body = JSON.stringify({ type: 'order.created', data: { pad: 'x'.repeat(1024 - 48) } });
-const t0 = Date.now();
-const c0 = process.cpuUsage();
-const pg0 = pgTicks();
-const w0 = ticks(worker.pid);
-const r0 = own(receiver.pid);
-for (let start = 0; start < N; start += 1000) {
-  const specs = Array.from({ length: Math.min(1000, N - start) }, (_, i) => ({
+let t0 = Date.now();
+let c0 = process.cpuUsage();
+let pg0 = pgTicks();
+let w0 = ticks(worker.pid);
+let r0 = own(receiver.pid);
+const jobs = (start, count) =>
+  Array.from({ length: count }, (_, i) => ({
     identifier: 'deliver',
     payload: {
       id: `msg_${start + i}`,
@@ -63,7 +68,34 @@ for (let start = 0; start < N; start += 1000) {
       body,
     },
   }));
-  await utils.addJobs(specs);
+let counted = N;
+if (RATE === undefined) {
+  for (let start = 0; start < N; start += 1000) await utils.addJobs(jobs(start, Math.min(1000, N - start)));
+} else {
+  const started = Date.now();
+  const pending = [];
+  let next = 0;
+  let steady = false;
+  while (next < N) {
+    if (!steady && Date.now() - started >= WARMUP_MS) {
+      steady = true;
+      [t0, c0, pg0, w0, r0] = [
+        Date.now(),
+        process.cpuUsage(),
+        pgTicks(),
+        ticks(worker.pid),
+        own(receiver.pid),
+      ];
+      counted = N - next;
+    }
+    const due = Math.min(N, Math.floor(((Date.now() - started) / 1000) * RATE));
+    if (due > next) {
+      pending.push(utils.addJobs(jobs(next, Math.min(1000, due - next))));
+      next += Math.min(1000, due - next);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await Promise.all(pending);
 }
 const enqueued = Date.now();
 const end = await done;
@@ -71,13 +103,15 @@ const c1 = process.cpuUsage(c0);
 const pg1 = pgTicks();
 const w1 = ticks(worker.pid);
 const r1 = own(receiver.pid);
-const us = (t) => ((t * 10_000) / N).toFixed(1);
+const us = (t) => ((t * 10_000) / counted).toFixed(1);
 const secs = (end - t0) / 1000;
 console.log(
-  `graphile-worker 0.17.3 sender: ${N} in ${secs.toFixed(2)} s = ${Math.round(N / secs)}/s (enqueue done at ${((enqueued - t0) / 1000).toFixed(2)} s)`,
+  RATE === undefined
+    ? `graphile-worker 0.17.3 sender: ${N} in ${secs.toFixed(2)} s = ${Math.round(N / secs)}/s (enqueue done at ${((enqueued - t0) / 1000).toFixed(2)} s)`
+    : `graphile-worker 0.17.3 sender: ${N} offered at ${RATE}/s; steady state (after ${WARMUP_MS / 1000} s) ${counted} in ${secs.toFixed(2)} s`,
 );
 console.log(
-  `  µs/delivery: worker ${us(w1 - w0)}  PostgreSQL ${us(pg1 - pg0)}  sender total ${us(w1 - w0 + pg1 - pg0)}  receiver ${us(r1 - r0)}  enqueue client ${((c1.user + c1.system) / N).toFixed(1)}`,
+  `  µs/delivery: worker ${us(w1 - w0)}  PostgreSQL ${us(pg1 - pg0)}  sender total ${us(w1 - w0 + pg1 - pg0)}  receiver ${us(r1 - r0)}  enqueue client ${((c1.user + c1.system) / counted).toFixed(1)}`,
 );
 worker.send('stop');
 await new Promise((r) => worker.once('exit', r));

@@ -5,20 +5,22 @@ import type { Sql } from '../db/connect.js';
 import { actorOf, recordAudit } from '../tenants/audit.js';
 import { ADMIN_KEY_ID, type ApiKey, createKey, listKeys, revokeKey } from '../tenants/keys.js';
 import { OPERATIONS_TENANT, SCOPES, TENANT_ID } from '../tenants/scope.js';
-import { ensureTenants } from '../tenants/tenants.js';
+import { lockTenant } from '../tenants/tenants.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError, notFound } from './errors.js';
 import { documentRoute } from './openapi/registry.js';
-import { apiKeyCreatedSchema, apiKeySchema, page, pageQuery } from './openapi/responses.js';
+import { page, pageQuery } from './openapi/responses.js';
+import { apiKeyCreatedSchema, apiKeySchema } from './openapi/tenant-responses.js';
 import { pageLimit } from './pagination.js';
+import { pgTimestampSchema } from './validation.js';
 
 export const createSchema = z.strictObject({
   name: z.string().min(1).max(256),
   scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
   tenant_id: z.string().regex(TENANT_ID, 'must be 1-128 of A-Za-z0-9._:-').nullable().optional(),
-  expires_at: z.iso
-    .datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a zone' })
+  // PostgreSQL-representable (a +16:00 offset was a 500), then in the future.
+  expires_at: pgTimestampSchema
     .refine((v) => Date.parse(v) > Date.now(), 'must be in the future')
     .nullable()
     .optional(),
@@ -95,14 +97,18 @@ export function apiKeyRoutes(deps: { sql: Sql }) {
       throw new HttpError(400, 'validation_failed', 'scopes: a key bound to a tenant cannot have admin');
     }
     const caller = callerOf(c);
-    if (body.tenant_id) await ensureTenants(deps.sql, [body.tenant_id]);
-    const { apiKey, key } = await createKey(deps.sql, {
-      name: body.name,
-      scopes: [...new Set(body.scopes)],
-      tenantId: body.tenant_id ?? null,
-      expiresAt: body.expires_at ? new Date(body.expires_at) : null,
-      rateLimitPerSecond: body.rate_limit_per_second ?? null,
-      createdBy: caller.keyId,
+    const tenantId = body.tenant_id;
+    // Under the tenant's row lock: a key is never created for a tenant being deleted.
+    const { apiKey, key } = await deps.sql.begin(async (tx) => {
+      if (tenantId && (await lockTenant(tx, tenantId)) === 'deleted') notFound('tenant', tenantId);
+      return createKey(tx, {
+        name: body.name,
+        scopes: [...new Set(body.scopes)],
+        tenantId: tenantId ?? null,
+        expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+        rateLimitPerSecond: body.rate_limit_per_second ?? null,
+        createdBy: caller.keyId,
+      });
     });
     await recordAudit(deps.sql, actorOf(caller), {
       action: 'api_key.created',

@@ -5,7 +5,8 @@ import type { Sql } from '../db/connect.js';
 import { listAudit } from '../tenants/audit.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { documentRoute } from './openapi/registry.js';
-import { auditEntrySchema, page, pageQuery } from './openapi/responses.js';
+import { page, pageQuery } from './openapi/responses.js';
+import { auditEntrySchema } from './openapi/tenant-responses.js';
 import { pageLimit } from './pagination.js';
 
 documentRoute({

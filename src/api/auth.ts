@@ -4,8 +4,10 @@
  * Caller: its id and name for the audit log, its scopes, and its tenant, which every scoped
  * query then applies (src/tenants/scope.ts). The configured admin token is the key `key_admin`.
  *
- * Lookups are cached for one second per process, so a revocation or expiry reaches every API
- * process within a second (the contract allows 2 s) and a busy key costs one query a second.
+ * Lookups are cached per process (key-lookup-cache.ts): a found key for one second, so a
+ * revocation or expiry reaches every API process within a second (the contract allows 2 s) and a
+ * busy key costs one query a second; a token that matched nothing for a minute. A client address
+ * that keeps sending unknown tokens is throttled (429) before they cost a lookup each.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
@@ -21,7 +23,8 @@ import {
 } from '../tenants/keys.js';
 import type { Caller, Scope } from '../tenants/scope.js';
 import { HttpError } from './errors.js';
-import { requiredScope } from './route-scopes.js';
+import { FailedAuthThrottle, KeyLookupCache } from './key-lookup-cache.js';
+import { ANY_KEY, requiredScope } from './route-scopes.js';
 
 /** The Hono environment of every /v1 route: `c.get('caller')` is typed. */
 export type ApiEnv = { Variables: { caller: Caller } };
@@ -31,12 +34,14 @@ export function callerOf(c: Context<ApiEnv>): Caller {
   return c.get('caller');
 }
 
-/** How long a key lookup (found or not) is reused: bounds how late a revocation is seen. */
-const KEY_CACHE_MS = 1000;
 /** last_used_at is written at most this often per key. */
 const TOUCH_INTERVAL_MS = 60_000;
-/** Bound on cached lookups, so a flood of made-up tokens cannot grow memory. */
-const MAX_CACHED = 10_000;
+
+/** The client's address as the socket says (behind a proxy: the proxy's); in-process tests have none. */
+function clientAddress(c: Context): string {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+  return env?.incoming?.socket?.remoteAddress ?? 'unknown';
+}
 
 function bearer(c: Context): string {
   const header = c.req.header('authorization') ?? '';
@@ -54,6 +59,8 @@ function callerFromKey(key: ApiKey): Caller {
     keyName: key.name,
     scopes: new Set(key.scopes),
     tenantId: key.tenant_id,
+    // The reserved tenant is the operator's: only an admin key sees it (tenants/scope.ts).
+    operations: key.scopes.includes('admin'),
     rateLimitPerSecond: key.rate_limit_per_second,
   };
 }
@@ -75,20 +82,34 @@ export function keyAuth(deps: KeyAuthDeps): MiddlewareHandler<ApiEnv> {
     keyName: 'admin',
     scopes: ADMIN_SCOPES,
     tenantId: null,
+    operations: true,
     rateLimitPerSecond: null,
   };
   let adminRow: Promise<void> | undefined;
-  const cache = new Map<string, { key: ApiKey | undefined; at: number }>();
+  const cache = new KeyLookupCache();
+  const failures = new FailedAuthThrottle();
   const touched = new Map<string, number>();
 
-  async function lookup(hash: Buffer): Promise<ApiKey | undefined> {
+  async function lookup(hash: Buffer, address: string): Promise<ApiKey | undefined> {
     const id = hash.toString('base64');
-    const hit = cache.get(id);
     const now = Date.now();
-    if (hit && now - hit.at < KEY_CACHE_MS) return hit.key;
+    const hit = cache.get(id, now);
+    if (hit?.state === 'fresh') return hit.key;
+    // A token not known to be a key, from an address over its budget of failures: no lookup.
+    const wait = hit?.state === 'stale' ? 0 : failures.blockedForSeconds(address, now);
+    if (wait > 0) {
+      const headers = { 'retry-after': String(wait) };
+      throw new HttpError(
+        429,
+        'too_many_auth_failures',
+        'too many invalid tokens from this address',
+        undefined,
+        headers,
+      );
+    }
+    if (hit?.state === 'missing') return undefined;
     const key = await findKeyByHash(deps.sql, hash);
-    if (cache.size >= MAX_CACHED) cache.clear();
-    cache.set(id, { key, at: now });
+    cache.set(id, key, now);
     return key;
   }
 
@@ -114,8 +135,12 @@ export function keyAuth(deps: KeyAuthDeps): MiddlewareHandler<ApiEnv> {
       await adminRow;
       caller = admin;
     } else {
-      const key = await lookup(hash);
-      if (!key || key.kind === 'admin') throw new HttpError(401, 'unauthorized', 'invalid token');
+      const address = clientAddress(c);
+      const key = await lookup(hash, address);
+      if (!key || key.kind === 'admin') {
+        failures.recordFailure(address, Date.now());
+        throw new HttpError(401, 'unauthorized', 'invalid token');
+      }
       if (key.revoked_at !== null) throw new HttpError(401, 'unauthorized', 'this key has been revoked');
       if (key.expires_at !== null && key.expires_at.getTime() <= Date.now()) {
         throw new HttpError(401, 'unauthorized', 'this key has expired');
@@ -127,7 +152,7 @@ export function keyAuth(deps: KeyAuthDeps): MiddlewareHandler<ApiEnv> {
     if (scope === undefined) {
       throw new HttpError(404, 'not_found', `no route for ${c.req.method} ${c.req.path}`);
     }
-    if (!caller.scopes.has('admin') && !caller.scopes.has(scope)) {
+    if (scope !== ANY_KEY && !caller.scopes.has('admin') && !caller.scopes.has(scope)) {
       throw new HttpError(403, 'forbidden', `this key lacks the scope ${scope}`, { required_scope: scope });
     }
     c.set('caller', caller);

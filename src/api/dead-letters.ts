@@ -9,16 +9,19 @@ import type { Sql } from '../db/connect.js';
 import { MAX_REPLAY_LIMIT, type ReplayFilter, runReplay, startReplay } from '../deliveries/bulk-replay.js';
 import { analyzeDeadLetters, MAX_ANALYSIS_HOURS } from '../deliveries/dead-letter-analysis.js';
 import type { PatternThresholds } from '../deliveries/dead-letter-patterns.js';
-import { getAudit, ReplayError } from '../deliveries/replay.js';
+import type { PacedRunLimit } from '../deliveries/paced-run-limit.js';
+import { type AuditRow, getAudit, ReplayError } from '../deliveries/replay.js';
+import { circuitsAhead } from '../deliveries/replay-circuits.js';
 import type { Logger } from '../log.js';
 import { actorOf } from '../tenants/audit.js';
 import { narrowScope, TENANT_ID } from '../tenants/scope.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { type BackgroundTasks, startPacedRun } from './background.js';
 import { readJsonBody, validate } from './body.js';
-import { notFound } from './errors.js';
+import { notFound, tooManyRuns } from './errors.js';
 import { pageLimit } from './pagination.js';
 import { tenantForWrite } from './tenant-arg.js';
+import { requestSpan } from './tracing.js';
 import { jsonSafeString, pgTimestampSchema } from './validation.js';
 
 export const analysisQuery = z.object({
@@ -71,6 +74,8 @@ export interface DeadLetterRoutesDeps {
   log: Logger;
   replayBatchSize: number;
   replayRatePerSecond: number;
+  /** How many bulk replays and resends one tenant may have running at once. */
+  runLimit?: PacedRunLimit | undefined;
   patternThresholds?: PatternThresholds | undefined;
   /** Shutdown aborts a running bulk replay through this and waits for it. */
   background?: BackgroundTasks | undefined;
@@ -99,6 +104,7 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
     const caller = callerOf(c);
     const filter: ReplayFilter = {
       tenantId: tenantForWrite(caller, body.tenant_id) ?? null,
+      operations: caller.operations,
       endpointId: body.endpoint_id,
       since: body.since,
       until: body.until,
@@ -109,12 +115,20 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
     const dryRun = body.dry_run ?? false;
     let plan: Awaited<ReturnType<typeof startReplay>>;
     try {
-      plan = await startReplay(deps.sql, filter, { actor: actorOf(caller), dryRun });
+      plan = await startReplay(deps.sql, filter, {
+        actor: actorOf(caller),
+        dryRun,
+        runLimit: deps.runLimit,
+        traceparent: requestSpan(c)?.traceparent,
+      });
     } catch (error) {
       if (error instanceof ReplayError && error.kind === 'endpoint_not_found')
         notFound('endpoint', body.endpoint_id!);
+      if (error instanceof ReplayError && error.kind === 'too_many_runs') tooManyRuns(error);
       throw error;
     }
+    // Before anything is requeued: afterwards the matched rows are no longer dead letters.
+    const openCircuits = plan.matched === 0 ? [] : await circuitsAhead(deps.sql, filter, plan.asOf);
     if (dryRun || plan.matched === 0) {
       return c.json({
         audit_id: plan.auditId,
@@ -123,6 +137,7 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
         matched: plan.matched,
         replayed: 0,
         skipped: dryRun ? plan.unavailable : 0,
+        open_circuits: openCircuits,
       });
     }
     // A large replay runs for matched / rate seconds, longer than a caller should hold a request
@@ -151,6 +166,7 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
         matched: plan.matched,
         replayed: Math.max(progress.replayed, audit?.replayed ?? 0),
         skipped: Math.max(progress.skipped, audit?.skipped ?? 0),
+        open_circuits: openCircuits,
       },
       202,
     );
@@ -159,8 +175,20 @@ export function deadLetterRoutes(deps: DeadLetterRoutesDeps) {
   app.get('/replays/:id', async (c) => {
     const audit = await getAudit(deps.sql, callerOf(c), c.req.param('id'));
     if (!audit) notFound('replay', c.req.param('id'));
-    return c.json(audit);
+    return c.json(progressJson(audit));
   });
 
   return app;
+}
+
+/**
+ * A replay's progress in its own words. The same audit table records resends
+ * (POST /v1/endpoints/{id}/resend), whose answer counts `resent`: their progress says `resent`
+ * too, and `kind` tells the two apart.
+ */
+export function progressJson(audit: AuditRow) {
+  const { replayed, ...rest } = audit;
+  return audit.filter.kind === 'resend'
+    ? { ...rest, kind: 'resend' as const, resent: replayed }
+    : { ...rest, kind: 'replay' as const, replayed };
 }

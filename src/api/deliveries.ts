@@ -1,138 +1,76 @@
 /** /v1/deliveries: enqueue (single, fan-out, batch), read one, list. */
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
-import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
-import type { BacklogGuard } from '../deliveries/backlog.js';
 import { enqueue } from '../deliveries/enqueue.js';
 import { EnqueueError, type EnqueueItem, type EnqueueResult } from '../deliveries/enqueue-types.js';
 import { DELIVERY_STATUSES, type DeliveryRow, getDelivery, listDeliveries } from '../deliveries/read.js';
 import { listReplaysOf } from '../deliveries/replay.js';
-import type { WakeUps } from '../deliveries/wakeup.js';
+import { errorFields, type Logger } from '../log.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
+import { recordUnrouted } from '../metrics/unrouted.js';
+import type { WakeUps } from '../queue/wakeup.js';
 import { firstMismatch, type SchemaCatalog } from '../tenants/event-types.js';
-import { takeTokens } from '../tenants/rate-limit.js';
-import { type Caller, narrowScope, TENANT_ID } from '../tenants/scope.js';
-import { arrayElementSpans, jsonSyntaxErrorAt, objectMemberSpans, type Span } from '../util/raw-json.js';
+import { type Caller, DEFAULT_TENANT, narrowScope } from '../tenants/scope.js';
+import type { RequestSpan } from '../tracing/tracing.js';
+import { arrayElementSpans, jsonSyntaxErrorAt, objectMemberSpans } from '../util/raw-json.js';
+import type { Admission } from './admission.js';
 import { type ApiEnv, callerOf } from './auth.js';
-import { type JsonBody, readJsonBody, validate } from './body.js';
+import { readJsonBody, validate } from './body.js';
+import { batchSchema, ENVELOPE_BYTES, idempotencyHeader, type ParsedItem, toItem } from './enqueue-items.js';
 import { callerError, HttpError, notFound } from './errors.js';
 import { pageCursor, pageLimit } from './pagination.js';
-import { tenantForWrite } from './tenant-arg.js';
-import { MAX_PAYLOAD_DEPTH } from './validation.js';
-
-export const MAX_BATCH_ITEMS = 1000;
-/** Room for the envelope around the largest payload in a single-delivery request. */
-const ENVELOPE_BYTES = 64 * 1024;
-
-const idString = z.string().min(1).max(255);
-export const itemSchema = z.strictObject({
-  tenant_id: z.string().regex(TENANT_ID, 'must be 1-128 of A-Za-z0-9._:-').optional(),
-  endpoint_id: idString.optional(),
-  event_type: z.string().min(1).max(256),
-  payload: z.custom<unknown>((v) => v !== undefined, { message: 'is required' }),
-  event_id: idString.optional(),
-  ordering_key: idString.optional(),
-});
-export const batchItemSchema = itemSchema.extend({ idempotency_key: idString.optional() });
-export const batchSchema = z.strictObject({ items: z.array(z.unknown()).min(1).max(MAX_BATCH_ITEMS) });
+import { requestSpan } from './tracing.js';
+import { pgTimestampProblem } from './validation.js';
 
 export interface DeliveryRoutesDeps {
   sql: Sql;
   maxPayloadBytes: number;
   maxBatchBytes: number;
-  backlogLimit: number;
-  backlog: BacklogGuard;
+  /** The rate limit and backlog bound every sending route passes (admission.ts). */
+  admission: Admission;
   waker: WakeUps;
   metrics: HookpostMetrics;
   /** Event-type schemas that payloads are validated against. */
   catalog: SchemaCatalog;
+  /** Where a failed write of the unrouted tally is reported (it never fails the request). */
+  log?: Logger | undefined;
 }
 
-/** An item ready to enqueue, with its parsed payload for schema validation. */
-interface ParsedItem {
-  item: EnqueueItem;
-  payload: unknown;
+/**
+ * A fan-out (no endpoint_id) that created no delivery and was kept from none by a filter: no
+ * endpoint of its tenant subscribes to its event type. Accepted all the same (subscribers may
+ * come later; the event is in the log).
+ */
+function isUnrouted(item: EnqueueItem, result: EnqueueResult): boolean {
+  return item.endpointId === null && result.deliveries.length === 0 && result.filtered.length === 0;
 }
 
-export function deliveryJson(row: DeliveryRow) {
-  return { ...row };
-}
-
-function resultJson(result: EnqueueResult) {
-  return {
+function resultJson(result: EnqueueResult, item: EnqueueItem) {
+  const body = {
     message_id: result.messageId,
     duplicate: result.duplicate,
     deliveries: result.deliveries.map((d) => ({ id: d.id, endpoint_id: d.endpointId, status: d.status })),
+    filtered: result.filtered,
+  };
+  if (!isUnrouted(item, result)) return body;
+  const tenant = item.tenantId ?? DEFAULT_TENANT;
+  return {
+    ...body,
+    unrouted: true,
+    warning: `no endpoint of tenant ${tenant} subscribes to ${item.eventType}: nothing will be delivered`,
   };
 }
 
-const isoTime = z.iso.datetime({ offset: true });
-
-/** An ISO 8601 query parameter with a zone (`since`, `until`), or a 400 naming it. */
+/**
+ * An ISO 8601 query parameter with a zone (`since`, `until`) that PostgreSQL can hold, or a 400
+ * naming it: the same check as replay and the messages log (year 0000 or a +16:00 offset was a 500).
+ */
 function timeQuery(c: Context, name: string): string | undefined {
   const raw = c.req.query(name);
   if (raw === undefined) return undefined;
-  if (!isoTime.safeParse(raw).success) {
-    throw new HttpError(400, 'validation_failed', `${name}: must be an ISO 8601 timestamp with a zone`);
-  }
+  const problem = pgTimestampProblem(raw);
+  if (problem) throw new HttpError(400, 'validation_failed', `${name}: ${problem}`);
   return raw;
-}
-
-function idempotencyHeader(c: Context): string | null {
-  const key = c.req.header('idempotency-key');
-  if (key === undefined) return null;
-  if (key.length === 0 || key.length > 255) {
-    throw new HttpError(400, 'validation_failed', 'Idempotency-Key: must be 1 to 255 characters');
-  }
-  return key;
-}
-
-/** Validates one item and cuts its payload out of the request text, byte for byte. */
-function toItem(
-  caller: Caller,
-  { text, asciiBytes }: Pick<JsonBody, 'text' | 'asciiBytes'>,
-  value: unknown,
-  span: Span,
-  maxPayloadBytes: number,
-  idempotencyKey: string | null,
-  path: (string | number)[],
-  batch: boolean,
-): ParsedItem {
-  const item = validate(batch ? batchItemSchema : itemSchema, value, path);
-  const tenantId = tenantForWrite(caller, item.tenant_id) ?? null;
-  const payloadSpan = objectMemberSpans(text, span.start).get('payload')!;
-  if (payloadSpan.depth > MAX_PAYLOAD_DEPTH) {
-    // Deeper JSON cannot be rendered back (JSON.stringify recurses) and no receiver needs it.
-    const field = [...path, 'payload'].join('.');
-    const message = `is nested ${payloadSpan.depth} levels deep; at most ${MAX_PAYLOAD_DEPTH} are accepted`;
-    throw new HttpError(400, 'validation_failed', `${field}: ${message}`, [{ field, message }]);
-  }
-  // A view of the body's bytes when they are ASCII (offsets agree); else the span re-encoded.
-  const payload = asciiBytes
-    ? asciiBytes.subarray(payloadSpan.start, payloadSpan.end)
-    : Buffer.from(text.slice(payloadSpan.start, payloadSpan.end), 'utf8');
-  if (payload.length > maxPayloadBytes) {
-    throw new HttpError(
-      413,
-      'payload_too_large',
-      `${[...path, 'payload'].join('.')}: ${payload.length} bytes is over the ${maxPayloadBytes}-byte limit`,
-      batch ? { index: path[1] } : undefined,
-    );
-  }
-  return {
-    item: {
-      tenantId,
-      endpointId: item.endpoint_id ?? null,
-      eventType: item.event_type,
-      eventId: item.event_id ?? null,
-      orderingKey: item.ordering_key ?? null,
-      idempotencyKey:
-        ('idempotency_key' in item ? (item.idempotency_key as string | undefined) : undefined) ??
-        idempotencyKey,
-      payload,
-    },
-    payload: item.payload,
-  };
 }
 
 /**
@@ -166,21 +104,6 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
   app.use('/', countRejections(deps.metrics));
   app.use('/batch', countRejections(deps.metrics));
 
-  async function checkBacklog() {
-    const due = await deps.backlog.dueCount();
-    if (due > deps.backlogLimit) {
-      throw new HttpError(
-        503,
-        'backlog_full',
-        `more than ${deps.backlogLimit} deliveries are waiting; try again later`,
-        undefined,
-        {
-          'retry-after': '5',
-        },
-      );
-    }
-  }
-
   /**
    * Payloads of event types with a schema must match it. The first mismatch rejects the request
    * (a batch as a whole) with the JSON pointer of the failing part; the value is never quoted.
@@ -202,29 +125,6 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     }
   }
 
-  /** The key's own enqueue rate, shared by every API process (src/tenants/rate-limit.ts). */
-  async function checkRate(caller: Caller, count: number) {
-    const rate = caller.rateLimitPerSecond;
-    if (rate === null) return;
-    if (count > rate) {
-      throw new HttpError(
-        400,
-        'batch_over_rate_limit',
-        `${count} items in one request is more than this key's limit of ${rate} per second: send smaller batches`,
-      );
-    }
-    const decision = await takeTokens(deps.sql, caller.keyId, rate, count);
-    if (!decision.granted) {
-      throw new HttpError(
-        429,
-        'rate_limited',
-        `this key may enqueue ${rate} items per second`,
-        { limit_per_second: rate },
-        { 'retry-after': String(decision.retryAfterSeconds) },
-      );
-    }
-  }
-
   /**
    * The items to enqueue, once their payloads passed their event types' schemas. Only this
    * returns: the parsed payload trees (and the request's text) become garbage before the
@@ -237,20 +137,62 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     return parsed.map((p) => p.item);
   }
 
-  async function run(caller: Caller, items: EnqueueItem[], batch: boolean) {
-    await checkRate(caller, items.length);
+  /** The new messages that reached no endpoint: counted, and kept for the pipeline's figure. */
+  async function countUnrouted(items: EnqueueItem[], results: EnqueueResult[]) {
+    const unrouted = items.filter((item, i) => !results[i]!.duplicate && isUnrouted(item, results[i]!));
+    if (unrouted.length === 0) return;
+    deps.metrics.messagesUnrouted.inc(unrouted.length);
+    const events = unrouted.map((i) => ({ tenantId: i.tenantId ?? DEFAULT_TENANT, eventType: i.eventType }));
+    await recordUnrouted(deps.sql, events).catch((error: unknown) =>
+      deps.log?.warn(errorFields(error), 'unrouted events not recorded for the pipeline'),
+    );
+  }
+
+  async function run(caller: Caller, items: EnqueueItem[], batch: boolean, span: RequestSpan | undefined) {
+    await deps.admission.checkRate(caller, items.length);
     try {
-      const results = await enqueue(deps.sql, caller, items, { waker: deps.waker });
+      // Tracing on: the write is a child span, and the messages keep the request span's context.
+      const results = span
+        ? await tracedEnqueue(span, caller, items)
+        : await enqueue(deps.sql, caller, items, { waker: deps.waker });
       let queued = 0;
-      for (const r of results) if (!r.duplicate) queued += r.deliveries.length;
+      const filtered = { fan_out: 0, endpoint: 0 };
+      results.forEach((r, index) => {
+        if (r.duplicate) return;
+        queued += r.deliveries.length;
+        filtered[items[index]!.endpointId === null ? 'fan_out' : 'endpoint'] += r.filtered.length;
+      });
       if (queued > 0) deps.metrics.deliveriesEnqueued.inc(queued);
+      for (const [target, count] of Object.entries(filtered))
+        if (count > 0) deps.metrics.deliveriesFiltered.inc({ target }, count);
+      await countUnrouted(items, results);
       return results;
     } catch (error) {
       if (!(error instanceof EnqueueError)) throw error;
       const details = batch ? { index: error.index } : undefined;
-      if (error.kind === 'endpoint_not_found')
-        throw new HttpError(404, 'endpoint_not_found', error.message, details);
+      if (error.kind === 'endpoint_not_found' || error.kind === 'tenant_not_found')
+        throw new HttpError(404, error.kind, error.message, details);
       throw new HttpError(409, 'idempotency_conflict', error.message, details);
+    }
+  }
+
+  /** enqueue() as a child span of the request's, storing its traceparent with the messages. */
+  async function tracedEnqueue(span: RequestSpan, caller: Caller, items: EnqueueItem[]) {
+    const write = span.child('INSERT messages', {
+      'db.system.name': 'postgresql',
+      'db.operation.name': 'INSERT',
+      'hookpost.items': items.length,
+    });
+    try {
+      const results = await enqueue(deps.sql, caller, items, {
+        waker: deps.waker,
+        traceparent: span.traceparent,
+      });
+      write.end();
+      return results;
+    } catch (error) {
+      write.end(error);
+      throw error;
     }
   }
 
@@ -262,7 +204,14 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
       `payload: over the ${deps.maxPayloadBytes}-byte limit (HOOKPOST_MAX_PAYLOAD_BYTES)`,
     );
     const span = { start: body.text.search(/\S/), end: body.text.length, depth: 0 };
-    return toItem(callerOf(c), body, body.value, span, deps.maxPayloadBytes, key, [], false);
+    return toItem(callerOf(c), body, {
+      value: body.value,
+      span,
+      maxPayloadBytes: deps.maxPayloadBytes,
+      idempotencyKey: key,
+      path: [],
+      batch: false,
+    });
   }
 
   /** A batch's body, validated item by item and cut into payload spans. */
@@ -275,35 +224,35 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     // same batch returns the same ids.
     const caller = callerOf(c);
     return body.items.map((item, index) =>
-      toItem(
-        caller,
-        raw,
-        item,
-        spans[index]!,
-        deps.maxPayloadBytes,
-        key === null ? null : `${key}:${index}`,
-        ['items', index],
-        true,
-      ),
+      toItem(caller, raw, {
+        value: item,
+        span: spans[index]!,
+        maxPayloadBytes: deps.maxPayloadBytes,
+        idempotencyKey: key === null ? null : `${key}:${index}`,
+        path: ['items', index],
+        batch: true,
+      }),
     );
   }
 
   app.post('/', async (c) => {
     const key = idempotencyHeader(c);
     const parsed = [await parseSingle(c, key)];
-    await checkBacklog();
-    const [result] = await run(callerOf(c), await checkedItems(parsed.splice(0), false), false);
-    return c.json(resultJson(result!), result!.duplicate ? 200 : 202);
+    await deps.admission.checkBacklog();
+    const items = await checkedItems(parsed.splice(0), false);
+    const [result] = await run(callerOf(c), items, false, requestSpan(c));
+    return c.json(resultJson(result!, items[0]!), result!.duplicate ? 200 : 202);
   });
 
   app.post('/batch', async (c) => {
     const key = idempotencyHeader(c);
     const parsed = await parseBatch(c, key);
-    await checkBacklog();
+    await deps.admission.checkBacklog();
     // splice(0): hands the parsed items over, so this frame keeps no reference to their trees.
-    const results = await run(callerOf(c), await checkedItems(parsed.splice(0), true), true);
+    const items = await checkedItems(parsed.splice(0), true);
+    const results = await run(callerOf(c), items, true, requestSpan(c));
     const allDuplicates = results.every((r) => r.duplicate);
-    return c.json({ results: results.map(resultJson) }, allDuplicates ? 200 : 202);
+    return c.json({ results: results.map((r, i) => resultJson(r, items[i]!)) }, allDuplicates ? 200 : 202);
   });
 
   app.get('/', async (c) => {
@@ -328,7 +277,7 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     });
     const page = rows.slice(0, limit);
     return c.json({
-      data: page.map(deliveryJson),
+      data: page,
       next_cursor: rows.length > limit ? page.at(-1)!.id : null,
     });
   });
@@ -337,8 +286,8 @@ export function deliveryRoutes(deps: DeliveryRoutesDeps) {
     const found = await getDelivery(deps.sql, callerOf(c), c.req.param('id'));
     if (!found) notFound('delivery', c.req.param('id'));
     // Each replay restarts attempt numbering; `replays` shows where each round began.
-    const replays = await listReplaysOf(deps.sql, found.delivery.id);
-    const body = { ...deliveryJson(found.delivery), attempts: found.attempts, replays };
+    const replays = await listReplaysOf(deps.sql, callerOf(c), found.delivery.id);
+    const body = { ...found.delivery, attempts: found.attempts, replays };
     return c.body(withRawPayload(body, found.payload), 200, { 'content-type': 'application/json' });
   });
 

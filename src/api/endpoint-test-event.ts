@@ -9,11 +9,13 @@ import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
 import { enqueue } from '../deliveries/enqueue.js';
 import { EnqueueError } from '../deliveries/enqueue-types.js';
-import type { WakeUps } from '../deliveries/wakeup.js';
 import type { EndpointStore } from '../endpoints/store.js';
 import type { HookpostMetrics } from '../metrics/registry.js';
+import type { WakeUps } from '../queue/wakeup.js';
+import type { Admission } from './admission.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { notFound } from './errors.js';
+import { enqueueRefusals } from './openapi/refusals.js';
 import { documentRoute } from './openapi/registry.js';
 import { enqueueResultSchema } from './openapi/responses.js';
 
@@ -27,9 +29,12 @@ documentRoute({
   summary: `Send one signed ${TEST_EVENT_TYPE} event to this endpoint (endpoints:write)`,
   description:
     'The payload is fixed by hookpost: {type, timestamp, data: {tenant_id, endpoint_id, message}}. ' +
-    "It is sent whatever the endpoint's event_types, retried and listed like any delivery.",
+    "It is sent whatever the endpoint's event_types and filter, retried and listed like any delivery.",
   params: z.object({ id: z.string().meta({ description: 'endpoint id (ep_…)' }) }),
-  responses: { 202: { description: 'committed and queued', schema: enqueueResultSchema } },
+  responses: {
+    202: { description: 'committed and queued', schema: enqueueResultSchema },
+    ...enqueueRefusals,
+  },
   errors: [404],
 });
 
@@ -38,6 +43,8 @@ export interface TestEventDeps {
   endpoints: EndpointStore;
   waker: WakeUps;
   metrics: HookpostMetrics;
+  /** The same rate limit and backlog bound as an enqueue: a test event is sent like one. */
+  admission: Admission;
 }
 
 /** Mounted under /v1/endpoints. */
@@ -49,6 +56,8 @@ export function testEventRoutes(deps: TestEventDeps) {
     // Scoped like every read: another tenant's endpoint is as unknown as a missing one.
     const endpoint = await deps.endpoints.get(caller, id);
     if (!endpoint) notFound('endpoint', id);
+    await deps.admission.checkBacklog();
+    await deps.admission.checkRate(caller, 1);
     const payload = Buffer.from(
       JSON.stringify({
         type: TEST_EVENT_TYPE,
@@ -76,7 +85,8 @@ export function testEventRoutes(deps: TestEventDeps) {
             payload,
           },
         ],
-        { waker: deps.waker },
+        // Sent whatever the endpoint's event types and content filter say: it tests the endpoint.
+        { waker: deps.waker, ignoreFilters: true },
       );
     } catch (error) {
       // Deleted between the read and the enqueue (the enqueue checks inside its transaction).
@@ -93,6 +103,7 @@ export function testEventRoutes(deps: TestEventDeps) {
           endpoint_id: d.endpointId,
           status: d.status,
         })),
+        filtered: [],
       },
       202,
     );

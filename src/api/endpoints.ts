@@ -1,17 +1,22 @@
 /** /v1/endpoints: create, list, read, update, delete, rotate the signing secret. */
 import { Hono } from 'hono';
 import { z } from 'zod';
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { policyFor, type RetryPolicy, redeliveryWindowSeconds } from '../deliveries/retry-policy.js';
+import { CredentialsError } from '../endpoints/credentials.js';
 import { HeadersPatchError, isMaskedHeaderValue } from '../endpoints/headers.js';
 import type { Endpoint, EndpointStore, SigningMaterial } from '../endpoints/store.js';
 import { urlProblem } from '../endpoints/targets.js';
 import { actorOf, recordAudit } from '../tenants/audit.js';
 import { DEFAULT_TENANT, narrowScope, TENANT_ID } from '../tenants/scope.js';
-import { ensureTenants } from '../tenants/tenants.js';
+import { lockTenant } from '../tenants/tenants.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
+import { checkEndpointCount } from './endpoint-count.js';
+import { credentialFields } from './endpoint-credentials.js';
+import { checkRetryPolicy } from './endpoint-retry-bounds.js';
 import { HttpError, notFound } from './errors.js';
+import { filterField, filterFromRequest } from './filters.js';
 import { pageCursor, pageLimit } from './pagination.js';
 import { tenantForWrite } from './tenant-arg.js';
 import {
@@ -76,6 +81,8 @@ const fields = {
   retry_cap_seconds: z.number().min(0.1).max(604_800).nullable(),
   headers: headersSchema,
   metadata: jsonObjectSchema(),
+  filter: filterField,
+  propagate_trace: z.boolean(),
 };
 
 export const createSchema = z.strictObject({
@@ -90,7 +97,12 @@ export const createSchema = z.strictObject({
   retry_cap_seconds: fields.retry_cap_seconds.optional(),
   headers: fields.headers.optional(),
   metadata: fields.metadata.optional(),
+  filter: fields.filter.optional(),
+  propagate_trace: fields.propagate_trace.optional(),
   signature_scheme: z.enum(['v1', 'v1a']).optional(),
+  auth: credentialFields.auth.optional(),
+  tls: credentialFields.tls.optional(),
+  legacy_signature: credentialFields.legacy_signature.optional(),
 });
 
 // The signature scheme is fixed at creation (a partner's verifier is built for one), and so is
@@ -99,29 +111,6 @@ export const patchSchema = createSchema
   .omit({ signature_scheme: true, tenant_id: true })
   .partial()
   .extend({ enabled: z.boolean().optional(), headers: headersPatchSchema.optional() });
-
-/**
- * The effective cap (the endpoint's, else the global one) must not be below the effective base,
- * as the config requires of the globals: a base above the cap would make every backoff the cap.
- * `current` is the stored endpoint on a PATCH (a field left out keeps its stored value).
- */
-function checkRetryBounds(
-  global: RetryPolicy,
-  body: { retry_base_seconds?: number | null | undefined; retry_cap_seconds?: number | null | undefined },
-  current?: Endpoint,
-) {
-  const base =
-    (body.retry_base_seconds === undefined ? current?.retryBaseSeconds : body.retry_base_seconds) ??
-    global.baseSeconds;
-  const cap =
-    (body.retry_cap_seconds === undefined ? current?.retryCapSeconds : body.retry_cap_seconds) ??
-    global.capSeconds;
-  if (cap >= base) return;
-  const message = `must be >= retry_base_seconds (the cap would be ${cap} s, the base ${base} s)`;
-  throw new HttpError(400, 'validation_failed', `retry_cap_seconds: ${message}`, [
-    { field: 'retry_cap_seconds', message },
-  ]);
-}
 
 /** The public JSON shape of an endpoint (snake_case, as in the contract). */
 export function endpointJson(e: Endpoint, retry?: { policy: RetryPolicy; requestTimeoutMs: number }) {
@@ -142,32 +131,52 @@ export function endpointJson(e: Endpoint, retry?: { policy: RetryPolicy; request
     }),
     headers: e.headers,
     metadata: e.metadata,
+    filter: e.filter,
     enabled: e.enabled,
     disabled_reason: e.disabledReason,
+    propagate_trace: e.propagateTrace,
     signature_scheme: e.signatureScheme,
     public_key: e.publicKey,
+    auth: e.credentials.auth,
+    tls: e.credentials.tls,
+    legacy_signature: e.credentials.legacy_signature,
     created_at: e.createdAt,
     updated_at: e.updatedAt,
   };
 }
 
-function checkUrl(url: string | undefined, allowPrivate: boolean) {
+function checkUrl(url: string | undefined, allowPrivate: boolean, field = 'url') {
   if (url === undefined) return;
   const problem = urlProblem(url, allowPrivate);
   if (problem)
-    throw new HttpError(400, 'validation_failed', `url: ${problem}`, [{ field: 'url', message: problem }]);
+    throw new HttpError(400, 'validation_failed', `${field}: ${problem}`, [{ field, message: problem }]);
 }
 
-/** Header merges that cannot apply (a masked value for a new header, too many) are a 400. */
+/** The URL and, with OAuth, the token URL: both are fetched from the dispatcher, both vetted. */
+function checkUrls(body: z.infer<typeof patchSchema>, allowPrivate: boolean) {
+  checkUrl(body.url, allowPrivate);
+  if (body.auth?.type === 'oauth2_client_credentials')
+    checkUrl(body.auth.token_url, allowPrivate, 'auth.token_url');
+}
+
+/**
+ * Header merges and credentials that cannot apply (a masked value for a new header or secret,
+ * too many headers, a key that does not match its certificate) are a 400 naming the field.
+ */
 async function withHeaderProblems<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (!(error instanceof HeadersPatchError)) throw error;
+    if (!(error instanceof HeadersPatchError) && !(error instanceof CredentialsError)) throw error;
     throw new HttpError(400, 'validation_failed', error.message, [
       { field: error.field, message: error.message.slice(error.field.length + 2) },
     ]);
   }
+}
+
+/** The credentials part of a create or PATCH body, as the store takes it. */
+function credentialsOf(body: z.infer<typeof patchSchema>) {
+  return { auth: body.auth, tls: body.tls, legacy_signature: body.legacy_signature };
 }
 
 /** The once-only part of a create or rotate answer: `secret` (v1) or `public_key` (v1a). */
@@ -183,6 +192,8 @@ export interface EndpointRoutesDeps {
   /** The global retry policy and attempt timeout, for `redelivery_window_seconds`. */
   retryPolicy: RetryPolicy;
   requestTimeoutMs: number;
+  /** Live endpoints one tenant may have (HOOKPOST_MAX_ENDPOINTS_PER_TENANT). */
+  maxEndpointsPerTenant: number;
 }
 
 /** Which fields a PATCH changed, for the audit log (names only: header values may be credentials). */
@@ -195,26 +206,38 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
 
   app.post('/', async (c) => {
     const body = validate(createSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
-    checkUrl(body.url, deps.allowPrivateTargets);
-    checkRetryBounds(deps.retryPolicy, body);
+    checkUrls(body, deps.allowPrivateTargets);
     const caller = callerOf(c);
+    checkRetryPolicy(caller, deps.retryPolicy, body);
     const tenantId = tenantForWrite(caller, body.tenant_id) ?? DEFAULT_TENANT;
-    await ensureTenants(deps.sql, [tenantId]);
+    // Created on first use; a deleted tenant stays deleted (only a PUT brings it back), and its
+    // row stays locked until the create commits, so a racing delete of the tenant waits for it.
+    // The count runs under that lock too, so two racing creates cannot both take the last place.
+    const admit = async (tx: Executor) => {
+      if ((await lockTenant(tx, tenantId)) === 'deleted') notFound('tenant', tenantId);
+      await checkEndpointCount(tx, tenantId, deps.maxEndpointsPerTenant);
+    };
     const { endpoint, signing } = await withHeaderProblems(() =>
-      deps.endpoints.create({
-        tenantId,
-        url: body.url,
-        description: body.description,
-        eventTypes: body.event_types,
-        rateLimitPerSecond: body.rate_limit_per_second,
-        maxInFlight: body.max_in_flight,
-        maxAttempts: body.max_attempts,
-        retryBaseSeconds: body.retry_base_seconds,
-        retryCapSeconds: body.retry_cap_seconds,
-        headers: body.headers,
-        metadata: body.metadata,
-        signatureScheme: body.signature_scheme,
-      }),
+      deps.endpoints.create(
+        {
+          tenantId,
+          url: body.url,
+          description: body.description,
+          eventTypes: body.event_types,
+          rateLimitPerSecond: body.rate_limit_per_second,
+          maxInFlight: body.max_in_flight,
+          propagateTrace: body.propagate_trace,
+          maxAttempts: body.max_attempts,
+          retryBaseSeconds: body.retry_base_seconds,
+          retryCapSeconds: body.retry_cap_seconds,
+          headers: body.headers,
+          metadata: body.metadata,
+          filter: filterFromRequest(body.filter),
+          signatureScheme: body.signature_scheme,
+          credentials: credentialsOf(body),
+        },
+        { admit },
+      ),
     );
     await recordAudit(deps.sql, actorOf(caller), {
       action: 'endpoint.created',
@@ -246,34 +269,44 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
 
   app.patch('/:id', async (c) => {
     const body = validate(patchSchema, (await readJsonBody(c, MAX_BODY_BYTES)).value);
-    checkUrl(body.url, deps.allowPrivateTargets);
+    checkUrls(body, deps.allowPrivateTargets);
     const caller = callerOf(c);
     if (body.retry_base_seconds !== undefined || body.retry_cap_seconds !== undefined) {
       const current = await deps.endpoints.get(caller, c.req.param('id'));
-      if (current) checkRetryBounds(deps.retryPolicy, body, current);
+      if (current) checkRetryPolicy(caller, deps.retryPolicy, body, current);
+    } else {
+      checkRetryPolicy(caller, deps.retryPolicy, body);
     }
-    const endpoint = await withHeaderProblems(() =>
+    const updated = await withHeaderProblems(() =>
       deps.endpoints.update(caller, c.req.param('id'), {
         url: body.url,
         description: body.description,
         eventTypes: body.event_types,
         rateLimitPerSecond: body.rate_limit_per_second,
         maxInFlight: body.max_in_flight,
+        propagateTrace: body.propagate_trace,
         maxAttempts: body.max_attempts,
         retryBaseSeconds: body.retry_base_seconds,
         retryCapSeconds: body.retry_cap_seconds,
         headers: body.headers,
         metadata: body.metadata,
+        filter: filterFromRequest(body.filter),
         enabled: body.enabled,
+        credentials: credentialsOf(body),
       }),
     );
-    if (!endpoint) notFound('endpoint', c.req.param('id'));
+    if (!updated) notFound('endpoint', c.req.param('id'));
+    const { endpoint, droppedCredentials } = updated;
     await recordAudit(deps.sql, actorOf(caller), {
       action: 'endpoint.updated',
       resourceType: 'endpoint',
       resourceId: endpoint.id,
       tenantId: endpoint.tenantId,
-      details: { fields: changedFields(body) },
+      // Names only: what a move to another origin dropped, never a value.
+      details: {
+        fields: changedFields(body),
+        ...(droppedCredentials.length > 0 && { dropped_credentials: droppedCredentials }),
+      },
     });
     return c.json(endpointJson(endpoint));
   });

@@ -1,7 +1,8 @@
 /** The contract's error format: {"error": {"code", "message", "details"?}} with the right status. */
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { isDatabaseUnavailable } from '../db/connect.js';
+import { isDatabaseUnavailable, isStatementTimeout } from '../db/connect.js';
+import type { DatabaseOutages } from '../db/outage.js';
 import { errorFields, type Logger } from '../log.js';
 
 /** Seconds a client is told to wait when the database is unreachable (Retry-After). */
@@ -44,6 +45,18 @@ export function callerError(error: unknown): HttpError | undefined {
       { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
     );
   }
+  // A statement ran past the API's statement_timeout and was cancelled: the database is busy, or
+  // the request asks for more than one statement may take. The cancelled statement, and a
+  // transaction around it, rolled back: an enqueue sent again with its Idempotency-Key is safe.
+  if (isStatementTimeout(error)) {
+    return new HttpError(
+      503,
+      'database_busy',
+      'the request took longer than the database allows one query; try again shortly, or narrow the filter',
+      undefined,
+      { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+    );
+  }
   const sqlState = (error as { code?: unknown } | null)?.code;
   if (
     (error as Error | null)?.name === 'PostgresError' &&
@@ -59,11 +72,19 @@ export function callerError(error: unknown): HttpError | undefined {
   return undefined;
 }
 
-/** Hono onError: caller errors as their 4xx; anything else is a 500 that reveals nothing about the inside. */
-export function createErrorHandler(log: Logger) {
+/**
+ * Hono onError: caller errors as their 4xx; anything else is a 500 that reveals nothing about the
+ * inside. A 503 for an unavailable database goes to `outages`, which logs once per outage.
+ */
+export function createErrorHandler(log: Logger, outages?: Pick<DatabaseOutages, 'failed'>) {
   return (error: Error, c: Context) => {
     const forCaller = callerError(error);
     if (forCaller) {
+      if (forCaller.code === 'database_unavailable')
+        outages?.failed(error, `${c.req.method} ${c.req.routePath}`);
+      // Which route ran out of time, for the operator (never the query or its parameters).
+      if (forCaller.code === 'database_busy')
+        log.warn({ route: c.req.routePath, method: c.req.method }, 'statement timeout: answered 503');
       for (const [name, value] of Object.entries(forCaller.headers ?? {})) c.header(name, value);
       return c.json(errorBody(forCaller.code, forCaller.message, forCaller.details), forCaller.status);
     }
@@ -88,4 +109,12 @@ export function notFound(
 ): never {
   const noun = kind.replace('_', ' ');
   throw new HttpError(404, `${kind}_not_found`, `${noun} ${id} not found`);
+}
+
+/**
+ * 429 for a bulk replay or resend beyond the tenant's runs at once (HOOKPOST_MAX_REPLAYS_PER_TENANT):
+ * a run advances at least every few seconds, so a retry after half a minute usually finds a place.
+ */
+export function tooManyRuns(error: Error): never {
+  throw new HttpError(429, 'too_many_replays', error.message, undefined, { 'retry-after': '30' });
 }

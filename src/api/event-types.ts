@@ -15,7 +15,8 @@ import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError, notFound } from './errors.js';
 import { documentRoute } from './openapi/registry.js';
-import { eventTypeSchema, page, pageQuery } from './openapi/responses.js';
+import { page, pageQuery } from './openapi/responses.js';
+import { eventTypeSchema } from './openapi/tenant-responses.js';
 import { pageLimit } from './pagination.js';
 
 const NAME = /^[^*\s]{1,256}$/;

@@ -2,7 +2,8 @@
 import { Hono } from 'hono';
 import type { Sql } from '../db/connect.js';
 import { readQueueSnapshot, readRecentActivity } from '../deliveries/stats.js';
-import { narrowScope } from '../tenants/scope.js';
+import { readUnroutedLastHour } from '../metrics/unrouted.js';
+import { NO_TENANT, narrowScope } from '../tenants/scope.js';
 import { type ApiEnv, callerOf } from './auth.js';
 
 /**
@@ -14,10 +15,11 @@ export function pipelineRoutes(sql: Sql) {
   app.get('/', async (c) => {
     // A tenant's pipeline (its key's, or ?tenant_id= for an unbound key); another tenant's
     // name reads as a tenant with nothing in it.
-    const scope = narrowScope(callerOf(c), c.req.query('tenant_id')) ?? { tenantId: '' };
-    const [queue, recent] = await Promise.all([
+    const scope = narrowScope(callerOf(c), c.req.query('tenant_id')) ?? NO_TENANT;
+    const [queue, recent, unrouted] = await Promise.all([
       readQueueSnapshot(sql, scope),
       readRecentActivity(sql, scope),
+      readUnroutedLastHour(sql, scope),
     ]);
     return c.json({
       pending: queue.pending,
@@ -29,6 +31,7 @@ export function pipelineRoutes(sql: Sql) {
       oldest_pending_age_seconds: Math.round(queue.oldestPendingAgeSeconds * 1000) / 1000,
       avg_delivery_ms_last_hour: recent.avgDeliveryMsLastHour,
       open_circuits: queue.endpoints.filter((e) => e.state !== 'closed').length,
+      unrouted_last_hour: unrouted,
     });
   });
   return app;

@@ -5,15 +5,16 @@ import { getDelivery } from '../deliveries/read.js';
 import { ReplayError, replayDelivery } from '../deliveries/replay.js';
 import { actorOf } from '../tenants/audit.js';
 import { type ApiEnv, callerOf } from './auth.js';
-import { deliveryJson } from './deliveries.js';
 import { HttpError } from './errors.js';
+import { requestSpan } from './tracing.js';
 
-const STATUS_FOR: Record<ReplayError['kind'], 404 | 409> = {
+const STATUS_FOR: Record<ReplayError['kind'], 404 | 409 | 429> = {
   delivery_not_found: 404,
   endpoint_not_found: 404,
   not_replayable: 409,
   endpoint_unavailable: 409,
   payload_expired: 409,
+  too_many_runs: 429,
 };
 
 export function replayRoutes(deps: { sql: Sql }) {
@@ -24,14 +25,20 @@ export function replayRoutes(deps: { sql: Sql }) {
     const caller = callerOf(c);
     let auditId: string;
     try {
-      auditId = await replayDelivery(deps.sql, caller, id, actorOf(caller));
+      auditId = await replayDelivery(
+        deps.sql,
+        caller,
+        id,
+        actorOf(caller),
+        requestSpan(c)?.traceparent ?? null,
+      );
     } catch (error) {
       if (!(error instanceof ReplayError)) throw error;
       throw new HttpError(STATUS_FOR[error.kind], error.kind, error.message);
     }
     // 202: queued again, not yet sent. The body is the delivery as it now stands.
     const found = await getDelivery(deps.sql, caller, id);
-    return c.json({ ...deliveryJson(found!.delivery), audit_id: auditId }, 202);
+    return c.json({ ...found!.delivery, audit_id: auditId }, 202);
   });
 
   return app;

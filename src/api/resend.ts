@@ -6,6 +6,7 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
 import { MAX_REPLAY_LIMIT } from '../deliveries/bulk-replay.js';
+import type { PacedRunLimit } from '../deliveries/paced-run-limit.js';
 import { DELIVERY_STATUSES } from '../deliveries/read.js';
 import { getAudit, ReplayError } from '../deliveries/replay.js';
 import { planResend, type ResendFilter, runResend } from '../deliveries/resend.js';
@@ -14,9 +15,11 @@ import { actorOf } from '../tenants/audit.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { type BackgroundTasks, startPacedRun } from './background.js';
 import { readJsonBody, validate } from './body.js';
-import { HttpError, notFound } from './errors.js';
+import { HttpError, notFound, tooManyRuns } from './errors.js';
 import { resendSchema } from './openapi/messages-responses.js';
+import { tooManyRunsRefusal } from './openapi/refusals.js';
 import { documentRoute } from './openapi/registry.js';
+import { requestSpan } from './tracing.js';
 import { jsonSafeString, pgTimestampSchema } from './validation.js';
 
 const EVENT_TYPE_ENTRY = /^[A-Za-z0-9_.:-]+(\.\*)?$/;
@@ -70,6 +73,7 @@ documentRoute({
   responses: {
     200: { description: 'dry run, or nothing matched', schema: resendSchema },
     202: { description: 'first batch committed; the rest continues, paced', schema: resendSchema },
+    ...tooManyRunsRefusal,
   },
   errors: [404, 409],
 });
@@ -79,6 +83,8 @@ export interface ResendRoutesDeps {
   log: Logger;
   replayBatchSize: number;
   replayRatePerSecond: number;
+  /** How many bulk replays and resends one tenant may have running at once. */
+  runLimit?: PacedRunLimit | undefined;
   background?: BackgroundTasks | undefined;
 }
 
@@ -92,6 +98,7 @@ export function resendRoutes(deps: ResendRoutesDeps) {
     const caller = callerOf(c);
     const filter: ResendFilter = {
       tenantId: caller.tenantId,
+      operations: caller.operations,
       endpointId: id,
       since: body.since,
       until: body.until,
@@ -102,10 +109,17 @@ export function resendRoutes(deps: ResendRoutesDeps) {
     const dryRun = body.dry_run ?? false;
     let plan: Awaited<ReturnType<typeof planResend>>;
     try {
-      plan = await planResend(deps.sql, filter, { actor: actorOf(caller), dryRun, reason: body.reason });
+      plan = await planResend(deps.sql, filter, {
+        actor: actorOf(caller),
+        dryRun,
+        reason: body.reason,
+        runLimit: deps.runLimit,
+        traceparent: requestSpan(c)?.traceparent,
+      });
     } catch (error) {
       if (!(error instanceof ReplayError)) throw error;
       if (error.kind === 'endpoint_not_found') notFound('endpoint', id);
+      if (error.kind === 'too_many_runs') tooManyRuns(error);
       throw new HttpError(409, error.kind, error.message);
     }
     const answer = (state: string, resent: number, status: 200 | 202) =>

@@ -1,11 +1,14 @@
 /**
  * Which scope each /v1 route needs: the one table the auth middleware checks (src/api/auth.ts).
- * A route without a row here answers 404, and test/api/scope-matrix.test.ts walks the app's
+ * A route without a row here answers 404, and test/tenants/scope-matrix.test.ts walks the app's
  * routes and fails for any route missing from this table, so a new route cannot ship open.
  */
 import type { Scope } from '../tenants/scope.js';
 
-export type RouteRule = readonly [method: string, path: string, scope: Scope];
+/** A route any valid key may call, whatever its scopes (GET /v1/whoami: the key itself). */
+export const ANY_KEY = 'any key';
+
+export type RouteRule = readonly [method: string, path: string, scope: Scope | typeof ANY_KEY];
 
 export const ROUTE_SCOPES: readonly RouteRule[] = [
   ['POST', '/v1/endpoints', 'endpoints:write'],
@@ -17,10 +20,14 @@ export const ROUTE_SCOPES: readonly RouteRule[] = [
   ['PATCH', '/v1/endpoints/:id', 'endpoints:write'],
   ['DELETE', '/v1/endpoints/:id', 'endpoints:write'],
   ['POST', '/v1/endpoints/:id/rotate-secret', 'endpoints:write'],
+  // "Retry now": sends what waits behind the circuit; endpoint management, like enable.
+  ['POST', '/v1/endpoints/:id/close-circuit', 'endpoints:write'],
   // A fixed payload to one endpoint (the portal's test button): endpoint management, not enqueue.
   ['POST', '/v1/endpoints/:id/test-event', 'endpoints:write'],
   // A resend is a replay of delivered events too: same scope, same audit.
   ['POST', '/v1/endpoints/:id/resend', 'replay'],
+  // Evaluates a filter on a payload the caller sends; stores and reads nothing.
+  ['POST', '/v1/filters/test', 'endpoints:read'],
   ['POST', '/v1/deliveries', 'deliveries:write'],
   ['POST', '/v1/deliveries/batch', 'deliveries:write'],
   ['GET', '/v1/deliveries', 'deliveries:read'],
@@ -47,6 +54,7 @@ export const ROUTE_SCOPES: readonly RouteRule[] = [
   ['GET', '/v1/api-keys', 'admin'],
   ['DELETE', '/v1/api-keys/:id', 'admin'],
   ['GET', '/v1/audit-log', 'admin'],
+  ['GET', '/v1/whoami', ANY_KEY],
 ];
 
 const compiled = ROUTE_SCOPES.map(([method, path, scope]) => ({
@@ -56,7 +64,7 @@ const compiled = ROUTE_SCOPES.map(([method, path, scope]) => ({
 }));
 
 /** The scope a request needs, or undefined when no /v1 route has that method and path. */
-export function requiredScope(method: string, path: string): Scope | undefined {
+export function requiredScope(method: string, path: string): Scope | typeof ANY_KEY | undefined {
   const m = method === 'HEAD' ? 'GET' : method;
   return compiled.find((r) => r.method === m && r.pattern.test(path))?.scope;
 }

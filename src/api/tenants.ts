@@ -10,14 +10,13 @@ import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
 import { HttpError, notFound } from './errors.js';
 import { documentRoute } from './openapi/registry.js';
+import { page, pageQuery } from './openapi/responses.js';
 import {
-  page,
-  pageQuery,
   portalSessionSchema,
   tenantDeletedSchema,
   tenantSchema,
   tenantWithCountsSchema,
-} from './openapi/responses.js';
+} from './openapi/tenant-responses.js';
 import { pageLimit } from './pagination.js';
 
 export const putSchema = z.strictObject({
@@ -80,7 +79,11 @@ documentRoute({
   path: '/v1/tenants/{id}',
   operationId: 'deleteTenant',
   tag: 'tenants',
-  summary: 'Delete a tenant: its endpoints deleted, queued deliveries cancelled, history kept (admin)',
+  summary:
+    'Delete a tenant: its endpoints deleted, queued deliveries cancelled, its API keys and portal sessions revoked, history kept (admin)',
+  description:
+    'Revoked keys answer 401 on every API process within 2 s. The tenant comes back only by an explicit ' +
+    'PUT (its old keys stay revoked); until then an enqueue or an endpoint create naming it is 404 tenant_not_found.',
   params: tenantParam,
   responses: { 200: { description: 'deleted', schema: tenantDeletedSchema } },
   errors: [404, 409],
@@ -151,13 +154,18 @@ export function tenantRoutes(deps: { sql: Sql }) {
       resourceType: 'tenant',
       resourceId: id,
       tenantId: id,
-      details: { endpoints_deleted: result.endpoints, deliveries_cancelled: result.cancelled },
+      details: {
+        endpoints_deleted: result.endpoints,
+        deliveries_cancelled: result.cancelled,
+        api_keys_revoked: result.keysRevoked,
+      },
     });
     return c.json({
       id,
       deleted: true,
       endpoints_deleted: result.endpoints,
       deliveries_cancelled: result.cancelled,
+      api_keys_revoked: result.keysRevoked,
     });
   });
 

@@ -12,8 +12,10 @@ import type { Config } from '../config.js';
 import { connect, type Sql } from '../db/connect.js';
 import { openDatabase } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
+import { withDatabase } from '../db/url.js';
 import type { Logger } from '../log.js';
 import { NODE_FLAGS } from '../node-flags.js';
+import { ChildLogs } from './child-logs.js';
 import { findPostmaster, processCpuSeconds, serverCpuSeconds } from './proc-stat.js';
 
 export interface Harness {
@@ -31,6 +33,8 @@ export interface Harness {
   dispatcherCpuSeconds(): number;
   /** CPU seconds of the whole PostgreSQL server so far; undefined when it is not on this machine. */
   postgresCpuSeconds: (() => number) | undefined;
+  /** What the API and dispatcher processes logged, kept for after the report (child-logs.ts). */
+  childLogs: ChildLogs;
   close(): Promise<void>;
 }
 
@@ -67,14 +71,14 @@ export async function startHarness(config: Config, log: Logger): Promise<Harness
   const admin = connect(database.url, { max: 1 });
   const name = `hookpost_bench_${randomBytes(4).toString('hex')}`;
   await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(database.url);
-  url.pathname = `/${name}`;
-  const sql = connect(url.toString(), { max: 4 });
+  const url = withDatabase(database.url, name);
+  const sql = connect(url, { max: 4 });
   await migrate(sql);
   const [backend] = await sql<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
   const postmaster = findPostmaster(backend!.pid);
   const token = randomBytes(24).toString('hex');
-  const apiProcess = await startApiProcess(url.toString(), token);
+  const childLogs = new ChildLogs();
+  const apiProcess = await startApiProcess(url, token, childLogs);
   const dispatchers: ChildProcess[] = [];
   // A bench that dies half-way (an uncaught error) must not leave its children serving.
   const killAll = () => {
@@ -86,7 +90,7 @@ export async function startHarness(config: Config, log: Logger): Promise<Harness
   return {
     sql,
     async startDispatcher(env: Record<string, string> = {}) {
-      const child = await startDispatcherProcess(url.toString(), sql, env);
+      const child = await startDispatcherProcess(url, sql, childLogs, env);
       dispatchers.push(child);
       return child;
     },
@@ -98,6 +102,7 @@ export async function startHarness(config: Config, log: Logger): Promise<Harness
     apiCpuSeconds: () => processCpuSeconds(apiProcess.child.pid!),
     dispatcherCpuSeconds: () => dispatchers.reduce((sum, d) => sum + processCpuSeconds(d.pid!), 0),
     postgresCpuSeconds: postmaster === undefined ? undefined : () => serverCpuSeconds(postmaster),
+    childLogs,
     async close() {
       process.removeListener('exit', killAll);
       await Promise.all(dispatchers.map(stopChild));
@@ -113,11 +118,12 @@ export async function startHarness(config: Config, log: Logger): Promise<Harness
 
 /**
  * `hookpost api` as a child process on a free loopback port, with the bench's admin token;
- * resolves once it prints its banner (it is listening then). Its later output goes to stderr.
+ * resolves once it prints its banner (it is listening then). Its logs go to `logs`.
  */
 async function startApiProcess(
   databaseUrl: string,
   token: string,
+  logs: ChildLogs,
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
@@ -132,24 +138,24 @@ async function startApiProcess(
   delete env.HOOKPOST_METRICS_PORT; // the dispatcher may take it; two listeners cannot share it
   const child = spawn(process.execPath, [...benchNodeArgs(), BIN, 'api'], {
     env,
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  logs.collect('api', child.stderr!);
   let banner = '';
   let ready = false;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the API process did not start within 15 s')), 15_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (ready) {
-        process.stderr.write(chunk);
-        return;
-      }
+    const onBanner = (chunk: Buffer) => {
       banner += chunk.toString();
       if (banner.includes('hookpost is listening on')) {
         ready = true;
         clearTimeout(timer);
+        child.stdout!.off('data', onBanner);
+        logs.collect('api', child.stdout!);
         resolve();
       }
-    });
+    };
+    child.stdout!.on('data', onBanner);
     child.once('exit', (code) => {
       clearTimeout(timer);
       if (!ready) reject(new Error(`the API process exited at start (${code}):\n${banner.slice(-2000)}`));
@@ -162,6 +168,7 @@ async function startApiProcess(
 async function startDispatcherProcess(
   databaseUrl: string,
   sql: Sql,
+  logs: ChildLogs,
   env: Record<string, string> = {},
 ): Promise<ChildProcess> {
   const child = spawn(process.execPath, [...benchNodeArgs(), BIN, 'dispatcher'], {
@@ -172,18 +179,25 @@ async function startDispatcherProcess(
       LOG_LEVEL: 'warn',
       ...env,
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  logs.collect('dispatcher', child.stdout!);
+  logs.collect('dispatcher', child.stderr!);
   // Ready once its LISTEN connection shows up: the first enqueue's wake-up must not be missed,
   // and start-up time must not be counted as delivery lag.
-  const deadline = Date.now() + 15_000;
+  // 60 s: on a shared machine at a load of 20 a dispatcher can take over 15 s to start.
+  const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error('the dispatcher process exited at start');
     const [row] = await sql<{ n: number }[]>`
       SELECT count(*)::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND application_name = 'hookpost-dispatcher' AND query ILIKE 'listen %'`;
     if (row!.n > 0) return child;
-    if (Date.now() > deadline) throw new Error('the dispatcher process did not start listening within 15 s');
+    if (Date.now() > deadline) {
+      // Not yet among the harness's dispatchers: stop it here, or it keeps the bench alive.
+      child.kill('SIGTERM');
+      throw new Error('the dispatcher process did not start listening within 60 s');
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }

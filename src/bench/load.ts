@@ -3,6 +3,7 @@
  * in flight) or paced at a steady rate, and remembers when each message was acknowledged.
  */
 import type { Pool } from 'undici';
+import { matchesHalf, orderEventOf } from './filter-load.js';
 
 export interface ApiClient {
   api: Pool;
@@ -15,6 +16,11 @@ export interface LoadOptions {
   rate: number | undefined;
   /** With K: item i carries ordering_key `k${i % K}` (sent one at a time per endpoint and key). */
   orderingKeys?: number | undefined;
+  /**
+   * Fan-out: each item is an order event (filter-load.ts) without endpoint_id, for every endpoint
+   * of the producer's tenant; `filtered` are the endpoints with HALF_FILTER.
+   */
+  fanOut?: { endpointIndex: Map<string, number>; filtered: Set<string> } | undefined;
 }
 
 export const now = () => performance.timeOrigin + performance.now();
@@ -37,8 +43,14 @@ export async function call(h: ApiClient, method: 'GET' | 'POST', path: string, b
 }
 
 export interface Enqueued {
-  /** message id → time the API acknowledged it (committed). */
+  /**
+   * message id → time the API acknowledged it (committed); with fan-out, one entry per delivery,
+   * `<message id>@<endpoint index>` (the receiver's key for it).
+   */
   acked: Map<string, number>;
+  /** Fan-out: deliveries the filters kept back, and answers whose `filtered` was not as expected. */
+  filtered: number;
+  wrongFiltered: number;
   started: number;
   finished: number;
 }
@@ -53,20 +65,35 @@ export async function enqueueAll(
   const acked = new Map<string, number>();
   const started = now();
   let next = 0;
+  let filtered = 0;
+  let wrongFiltered = 0;
+  const fanOut = opts.fanOut;
   const sendBatch = async (count: number) => {
     // Built as text: the producer's own JSON encoding is not what is being measured.
+    const first = next;
     const items = Array.from({ length: count }, () => {
       const i = next++;
+      if (fanOut) return `{"event_type":"bench.event","payload":${orderEventOf(i, opts.payloadBytes)}}`;
       const endpoint = endpointIds[i % endpointIds.length];
       const key = opts.orderingKeys ? `"ordering_key":"k${i % opts.orderingKeys}",` : '';
       return `{"endpoint_id":"${endpoint}","event_type":"bench.event",${key}"payload":${payloadOf(i, opts.payloadBytes)}}`;
     });
     const request = `{"items":[${items.join(',')}]}`;
     const body = (await call(h, 'POST', '/v1/deliveries/batch', request)) as {
-      results: { message_id: string }[];
+      results: { message_id: string; deliveries: { endpoint_id: string }[]; filtered: string[] }[];
     };
     const at = now();
-    for (const r of body.results) acked.set(r.message_id, at);
+    if (!fanOut) for (const r of body.results) acked.set(r.message_id, at);
+    else
+      body.results.forEach((r, k) => {
+        for (const d of r.deliveries)
+          acked.set(`${r.message_id}@${fanOut.endpointIndex.get(d.endpoint_id)}`, at);
+        filtered += r.filtered.length;
+        // Every filtered endpoint lets the event through exactly when it matches HALF_FILTER.
+        const expected = matchesHalf(first + k) ? 0 : fanOut.filtered.size;
+        if (r.filtered.length !== expected || r.filtered.some((id) => !fanOut.filtered.has(id)))
+          wrongFiltered++;
+      });
   };
   if (opts.rate === undefined) {
     const parallel = 2;
@@ -84,5 +111,5 @@ export async function enqueueAll(
     }
     await Promise.all(inFlight);
   }
-  return { acked, started, finished: now() };
+  return { acked, started, finished: now(), filtered, wrongFiltered };
 }

@@ -7,10 +7,11 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 type Message =
-  | { type: 'keys'; keys: string[] }
+  | { type: 'keys'; keys: string[]; perEndpoint?: boolean }
   | { type: 'reset' }
   | { type: 'count' }
   | { type: 'stats' }
@@ -20,6 +21,8 @@ type Message =
 const send = (message: object) => process.send!(message);
 
 let keys: Buffer[] = [];
+/** Fan-out: one message reaches several endpoints, so an arrival is `<webhook-id>@<endpoint index>`. */
+let perEndpoint = false;
 let arrivals = new Map<string, number>();
 let duplicates = 0;
 let badSignatures = 0;
@@ -42,14 +45,21 @@ function validSignature(req: http.IncomingMessage, body: Buffer): boolean {
   });
 }
 
-const server = http.createServer((req, res) => {
+/** `bench --partner https|mtls`: PEM key, cert and (mTLS: client certificates required) CA. */
+const tls = process.env.BENCH_RECEIVER_TLS
+  ? (JSON.parse(process.env.BENCH_RECEIVER_TLS) as { key: string; cert: string; ca?: string })
+  : undefined;
+
+const handler: http.RequestListener = (req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const now = performance.timeOrigin + performance.now();
     requests++;
     if (!validSignature(req, Buffer.concat(chunks))) badSignatures++;
-    const id = String(req.headers['webhook-id']);
+    const id = perEndpoint
+      ? `${req.headers['webhook-id']}@${req.url?.split('/')[2]}`
+      : String(req.headers['webhook-id']);
     if (arrivals.has(id)) duplicates++;
     else {
       arrivals.set(id, now);
@@ -57,7 +67,10 @@ const server = http.createServer((req, res) => {
     }
     res.writeHead(200, { 'content-length': '2' }).end('ok');
   });
-});
+};
+const server = tls
+  ? https.createServer({ ...tls, requestCert: tls.ca !== undefined, rejectUnauthorized: true }, handler)
+  : http.createServer(handler);
 server.keepAliveTimeout = 60_000;
 
 server.listen(0, '127.0.0.1', () => {
@@ -65,7 +78,10 @@ server.listen(0, '127.0.0.1', () => {
 });
 
 process.on('message', (message: Message) => {
-  if (message.type === 'keys') keys = message.keys.map((k) => Buffer.from(k, 'base64'));
+  if (message.type === 'keys') {
+    keys = message.keys.map((k) => Buffer.from(k, 'base64'));
+    perEndpoint = message.perEndpoint === true;
+  }
   if (message.type === 'reset') {
     arrivals = new Map();
     recent = [];

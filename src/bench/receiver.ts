@@ -15,18 +15,21 @@ export class BenchReceiver {
   private constructor(
     private readonly child: ChildProcess,
     readonly port: number,
+    private readonly scheme: 'http' | 'https',
   ) {}
 
-  static async start(): Promise<BenchReceiver> {
+  /** With `tls` (PEM key, cert, and a CA to require client certificates): an HTTPS receiver. */
+  static async start(tls?: { key: string; cert: string; ca?: string }): Promise<BenchReceiver> {
     // 'advanced' serialization: the arrivals list (up to a million pairs) goes over the channel
     // as structured clone, as it did between threads, rather than as one JSON string.
     const child = fork(new URL('./receiver-process.js', import.meta.url), [], {
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       execArgv: [],
+      env: tls ? { ...process.env, BENCH_RECEIVER_TLS: JSON.stringify(tls) } : process.env,
     });
     const [message] = (await once(child, 'message')) as [{ port: number }];
-    return new BenchReceiver(child, message.port);
+    return new BenchReceiver(child, message.port, tls ? 'https' : 'http');
   }
 
   /** CPU seconds the receiver process has used so far (from /proc). */
@@ -35,11 +38,12 @@ export class BenchReceiver {
   }
 
   url(index: number): string {
-    return `http://127.0.0.1:${this.port}/ep/${index}`;
+    return `${this.scheme}://127.0.0.1:${this.port}/ep/${index}`;
   }
 
-  setKeys(keys: Buffer[]): void {
-    this.child.send({ type: 'keys', keys: keys.map((k) => k.toString('base64')) });
+  /** Each endpoint's signing key; `perEndpoint` counts a webhook-id once per endpoint (fan-out). */
+  setKeys(keys: Buffer[], perEndpoint = false): void {
+    this.child.send({ type: 'keys', keys: keys.map((k) => k.toString('base64')), perEndpoint });
   }
 
   reset(): void {

@@ -1,7 +1,7 @@
 /**
  * The soak's figures as a small self-contained SVG: database size and lag p99 over time, one
- * panel each, the end of the warm-up marked. Plain strings, no charting library; README's PNG is
- * a headless-browser screenshot of it (see README, "Retention").
+ * panel each, the end of the warm-up marked. Plain strings, no charting library; docs/soak.png is
+ * a headless-browser screenshot of it (see docs/performance.md, "Soak").
  */
 
 interface Point {

@@ -8,7 +8,7 @@
 import { writeFile } from 'node:fs/promises';
 import type { Config } from '../config.js';
 import { secretKeyBytes } from '../endpoints/secrets.js';
-import type { Logger } from '../log.js';
+import { type Logger, terminalLogs } from '../log.js';
 import { startHarness } from './harness.js';
 import { call, now, payloadOf } from './load.js';
 import { BenchReceiver, quantile } from './receiver.js';
@@ -189,6 +189,8 @@ export async function runSoak(config: Config, log: Logger, opts: SoakOptions): P
     summarize(out, samples, warmupSeconds, sent, lost, errors.duplicates, errors.badSignatures);
   } finally {
     await h.close();
+    // After the report, not in it: the children's warnings (child-logs.ts).
+    h.childLogs.print(out, terminalLogs(config));
     await receiver.close();
   }
   const header =

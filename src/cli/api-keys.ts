@@ -9,7 +9,7 @@ import type { Sql } from '../db/connect.js';
 import { type Actor, recordAudit } from '../tenants/audit.js';
 import { ADMIN_KEY_ID, type ApiKey, createKey, listKeys, revokeKey } from '../tenants/keys.js';
 import { OPERATIONS_TENANT, SCOPES, type Scope, TENANT_ID } from '../tenants/scope.js';
-import { ensureTenants } from '../tenants/tenants.js';
+import { lockTenant } from '../tenants/tenants.js';
 import { withDatabase } from './database.js';
 import { UsageError } from './usage-error.js';
 
@@ -121,8 +121,15 @@ export async function runApiKeys(
     case 'create': {
       const input = newKeyFromArgs(args, new Date());
       const { apiKey, key } = await withDatabase(config, async (sql) => {
-        if (input.tenantId) await ensureTenants(sql, [input.tenantId]);
-        const created = await createKey(sql, { ...input, createdBy: actor.keyId });
+        const tenantId = input.tenantId;
+        const created = await sql.begin(async (tx) => {
+          if (tenantId && (await lockTenant(tx, tenantId)) === 'deleted') {
+            throw new UsageError(
+              `--tenant ${tenantId}: the tenant is deleted (PUT /v1/tenants/${tenantId} brings it back)`,
+            );
+          }
+          return createKey(tx, { ...input, createdBy: actor.keyId });
+        });
         await recordAudit(sql, actor, {
           action: 'api_key.created',
           resourceType: 'api_key',

@@ -28,6 +28,9 @@ function parseHours(raw: string | undefined): number {
   return hours;
 }
 
+/** At most `max` characters, an ellipsis marking a cut (a long description must not widen every row). */
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 const utc = (d: Date) => `${d.toISOString().slice(0, 19).replace('T', ' ')}`;
 
 /** Left-aligned text columns, right-aligned numbers, two spaces apart. */
@@ -45,6 +48,8 @@ export function formatAnalysis(hours: number, endpoints: EndpointDeadLetters[]):
   if (endpoints.length === 0) return `No dead letters in the last ${hours} h.\n`;
   const rows = endpoints.map((e) => [
     e.endpoint_id,
+    clip(e.endpoint_url ?? '-', 60),
+    clip(e.endpoint_description ?? '-', 30),
     String(e.dead_count),
     e.pattern,
     e.primary_error ?? '-',
@@ -55,6 +60,8 @@ export function formatAnalysis(hours: number, endpoints: EndpointDeadLetters[]):
   ]);
   const header = [
     'ENDPOINT',
+    'URL',
+    'DESCRIPTION',
     'DEAD',
     'PATTERN',
     'ERROR',
@@ -63,7 +70,7 @@ export function formatAnalysis(hours: number, endpoints: EndpointDeadLetters[]):
     'FIRST DEAD (UTC)',
     'LAST DEAD (UTC)',
   ];
-  const numeric = [false, true, false, false, true, true, false, false];
+  const numeric = [false, false, false, true, false, false, true, true, false, false];
   const advice = endpoints.map((e) => `  ${e.endpoint_id}  ${e.advice}`);
   return (
     `Dead letters in the last ${hours} h, by endpoint:\n\n${table(header, rows, numeric)}\n\n` +

@@ -3,10 +3,14 @@
  * and `svix listen`. It checks each request's Standard Webhooks signature with the official
  * `standardwebhooks` library (the verifier partners are pointed at), prints one line per
  * delivery and answers 200, so the quick start ends with a verified delivery on screen.
+ * `--subscribe` creates (or reuses) its own endpoint; `--status` and `--delay-ms` make it fail
+ * or lag on demand, to see retries, dead letters and the circuit breaker at work.
  */
 import http from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { describeListenError, ListenError } from '../api/serve.js';
+import { plural } from '../util/plural.js';
+import { SubscribeError, type SubscribeOptions, subscribe } from './listen-endpoint.js';
 import { UsageError } from './usage-error.js';
 
 export interface ListenOptions {
@@ -14,6 +18,12 @@ export interface ListenOptions {
   host: string;
   /** The endpoint's `whsec_…` secret; without it signatures are shown as not checked. */
   secret: string | undefined;
+  /** The status every request is answered with (default 200). */
+  status?: number;
+  /** How long to wait before answering, in milliseconds (default 0). */
+  delayMs?: number;
+  /** Make sure hookpost has an endpoint for this receiver, and verify with its secret. */
+  subscribe?: Omit<SubscribeOptions, 'url'>;
 }
 
 // A receiver for local development: anything larger than hookpost's biggest payload is not ours.
@@ -22,6 +32,11 @@ const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Checks the options before anything listens: a bad secret is a usage error, not 500 bad lines. */
 export function checkListenSecret(secret: string | undefined): Webhook | undefined {
   if (secret === undefined) return undefined;
+  if (secret === '') {
+    throw new UsageError(
+      '--secret is empty: was the endpoint created? (`hookpost listen --subscribe TYPES` creates one itself)',
+    );
+  }
   if (!secret.startsWith('whsec_')) {
     throw new UsageError("--secret must be the endpoint's secret as hookpost showed it (whsec_…)");
   }
@@ -47,11 +62,15 @@ function eventType(body: Buffer): string {
   }
 }
 
-/** One request's line: time, webhook-id, event type, signature verdict, size. */
+/**
+ * One request's line: time, webhook-id, event type, `seq N` for a keyed delivery
+ * (hookpost-sequence), signature verdict, size, and the answer when it is not a plain 200.
+ */
 export function describeDelivery(
   req: http.IncomingMessage,
   body: Buffer,
   verifier: Webhook | undefined,
+  answer: { status: number; delayMs: number } = { status: 200, delayMs: 0 },
 ): string {
   const id = header(req, 'webhook-id');
   let verdict: string;
@@ -69,12 +88,32 @@ export function describeDelivery(
       verdict = `NOT VERIFIED (${(error as Error).message})`;
     }
   }
-  return [new Date().toISOString(), id ?? '-', eventType(body), verdict, `${body.length} bytes`].join('  ');
+  const sequence = header(req, 'hookpost-sequence');
+  const answered =
+    answer.status === 200 && answer.delayMs === 0
+      ? []
+      : [`answered ${answer.status}${answer.delayMs ? ` after ${answer.delayMs} ms` : ''}`];
+  return [
+    new Date().toISOString(),
+    id ?? '-',
+    eventType(body),
+    ...(sequence === undefined ? [] : [`seq ${sequence}`]),
+    verdict,
+    plural(body.length, 'byte'),
+    ...answered,
+  ].join('  ');
 }
 
 /** Runs the receiver until SIGINT/SIGTERM; resolves with the exit code. */
 export async function runListen(options: ListenOptions, out: NodeJS.WritableStream = process.stdout) {
-  const verifier = checkListenSecret(options.secret);
+  let verifier = checkListenSecret(options.secret);
+  const answer = { status: options.status ?? 200, delayMs: options.delayMs ?? 0 };
+  // Requests wait until the subscription is made: a readiness probe (the quick start's `until
+  // curl`) answered before it would race the first delivery. A failed one answers 503.
+  let setUp!: (ok: boolean) => void;
+  const ready = new Promise<boolean>((resolve) => {
+    setUp = resolve;
+  });
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -87,13 +126,21 @@ export async function runListen(options: ListenOptions, out: NodeJS.WritableStre
       }
       chunks.push(chunk);
     });
-    req.on('end', () => {
+    req.on('end', async () => {
+      if (!(await ready)) {
+        res.writeHead(503, { 'content-type': 'text/plain' }).end('hookpost listen: not subscribed\n');
+        return;
+      }
       if (req.method !== 'POST') {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('hookpost listen: POST webhooks here\n');
         return;
       }
-      out.write(`${describeDelivery(req, Buffer.concat(chunks), verifier)}\n`);
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}');
+      out.write(`${describeDelivery(req, Buffer.concat(chunks), verifier, answer)}\n`);
+      if (answer.delayMs > 0) await new Promise((r) => setTimeout(r, answer.delayMs));
+      const ok = answer.status >= 200 && answer.status < 300;
+      res
+        .writeHead(answer.status, { 'content-type': 'application/json' })
+        .end(ok ? '{"received":true}' : `{"error":"hookpost listen --status ${answer.status}"}`);
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -103,10 +150,38 @@ export async function runListen(options: ListenOptions, out: NodeJS.WritableStre
     server.listen(options.port, options.host, resolve);
   });
   const shown = options.host.includes(':') ? `[${options.host}]` : options.host;
-  out.write(
-    `hookpost listen: receiving webhooks on http://${shown}:${options.port}/ ` +
-      `(${verifier ? 'signatures verified with the given secret' : 'signatures not checked: pass --secret whsec_…'}; Ctrl-C stops)\n`,
-  );
+  const url = `http://${shown}:${options.port}/`;
+  if (options.subscribe) {
+    try {
+      const made = await subscribe({ ...options.subscribe, url });
+      verifier = new Webhook(made.secret);
+      const types = options.subscribe.eventTypes.length
+        ? options.subscribe.eventTypes.join(', ')
+        : 'every event';
+      out.write(
+        `hookpost listen: endpoint ${made.endpointId} ${made.created ? 'created' : 'reused (secret rotated)'} ` +
+          `for ${url}, subscribed to ${types}\n`,
+      );
+    } catch (error) {
+      if (!(error instanceof SubscribeError)) throw error;
+      setUp(false);
+      await new Promise((resolve) => {
+        server.close(resolve);
+        server.closeAllConnections();
+      });
+      process.stderr.write(`hookpost listen: ${error.message}\n`);
+      return 1;
+    }
+  }
+  setUp(true);
+  const answering =
+    answer.status === 200 && !answer.delayMs
+      ? ''
+      : `; answering ${answer.status}${answer.delayMs ? ` after ${answer.delayMs} ms` : ''}`;
+  const checking = verifier
+    ? "signatures verified with the endpoint's secret"
+    : 'signatures not checked: pass --secret whsec_… or --subscribe';
+  out.write(`hookpost listen: receiving webhooks on ${url} (${checking}${answering}; Ctrl-C stops)\n`);
   return new Promise<number>((resolve) => {
     const stop = () => {
       server.close(() => resolve(0));

@@ -3,12 +3,13 @@ import type { Config } from '../config.js';
 import type { RetentionReport } from '../retention/pass.js';
 import { runRetentionPass } from '../retention/pass.js';
 import { retentionPolicy } from '../retention/schedule.js';
+import { plural } from '../util/plural.js';
 import { withDatabase } from './database.js';
 
 export function formatReport(report: RetentionReport, config: Config): string {
   const verb = report.dryRun ? 'would remove' : 'removed';
   const lines = [
-    `Retention: ${config.retentionDays} days (payloads ${config.payloadRetentionDays} days)${report.dryRun ? ', dry run: nothing changed' : ''}`,
+    `Retention: ${plural(config.retentionDays, 'day')} (payloads ${plural(config.payloadRetentionDays, 'day')})${report.dryRun ? ', dry run: nothing changed' : ''}`,
     `  deliveries ${verb}:  ${report.deliveriesRemoved}`,
     `  messages ${verb}:    ${report.messagesRemoved}`,
     `  payloads ${report.dryRun ? 'would expire' : 'expired'}:   ${report.payloadsExpired}`,
@@ -17,7 +18,7 @@ export function formatReport(report: RetentionReport, config: Config): string {
   lines.push(
     `  attempt partitions ${report.dryRun ? 'to drop' : 'dropped'}: ${report.partitionsDropped.length}`,
   );
-  for (const p of report.partitionsDropped) lines.push(`    ${p.name}  (~${p.rows} attempts)`);
+  for (const p of report.partitionsDropped) lines.push(`    ${p.name}  (~${plural(p.rows, 'attempt')})`);
   if (report.partitionsCreated.length > 0)
     lines.push(`  attempt partitions created: ${report.partitionsCreated.join(', ')}`);
   if (!report.dryRun) lines.push(`  took ${(report.durationMs / 1000).toFixed(1)} s`);

@@ -12,6 +12,7 @@ import type { ReplayPace } from '../deliveries/paced-requeue.js';
 import { ReplayError } from '../deliveries/replay.js';
 import { planResend, type ResendFilter, runResend } from '../deliveries/resend.js';
 import type { Actor } from '../tenants/audit.js';
+import { plural } from '../util/plural.js';
 import { withDatabase } from './database.js';
 import { createProgress } from './progress.js';
 import { parseTimeArg } from './time-arg.js';
@@ -53,6 +54,7 @@ export function replayFilterFromArgs(args: ReplayArgs, now: Date): ReplayFilter 
   return {
     // The operator's command reaches every tenant; the endpoint id names one.
     tenantId: null,
+    operations: true,
     endpointId: args.endpoint,
     since,
     until,
@@ -78,7 +80,8 @@ async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: bo
   const plan = await startReplay(sql, filter, { actor: cliActor(), dryRun, refuseDisabledEndpoint: true });
   if (dryRun) {
     out(
-      `dry run: ${plan.matched} dead letters match; ${plan.matched - plan.unavailable} would be replayed, ` +
+      `dry run: ${plural(plan.matched, 'dead letter')} ${plan.matched === 1 ? 'matches' : 'match'}; ` +
+        `${plan.matched - plan.unavailable} would be replayed, ` +
         `${plan.unavailable} skipped (endpoint disabled). Nothing was changed. Audit: ${plan.auditId}`,
     );
     return 0;
@@ -89,7 +92,7 @@ async function replay(sql: Sql, config: Config, filter: ReplayFilter, dryRun: bo
   }
   const seconds = Math.ceil(plan.matched / config.replayRatePerSecond);
   out(
-    `replaying ${plan.matched} dead letters of ${id} in batches of ${config.replayBatchSize}, at most ` +
+    `replaying ${plural(plan.matched, 'dead letter')} of ${id} in batches of ${config.replayBatchSize}, at most ` +
       `${config.replayRatePerSecond}/s (about ${seconds} s); Ctrl-C stops after the current batch`,
   );
   const outcome = await withProgress(config, plan.matched, 'replayed', (pace) =>
@@ -128,6 +131,7 @@ export function resendFilterFromArgs(args: ReplayArgs, now: Date): ResendFilter 
   }
   return {
     tenantId: null,
+    operations: true,
     endpointId: base.endpointId!,
     since: base.since,
     until: base.until,
@@ -144,7 +148,8 @@ async function resend(sql: Sql, config: Config, filter: ResendFilter, dryRun: bo
   const skippedText = `${plan.queued} skipped (still queued or in flight), ${plan.payloadExpired} skipped (payload expired)`;
   if (dryRun) {
     out(
-      `dry run: ${plan.matched} deliveries match; ${plan.matched - plan.queued - plan.payloadExpired} would be ` +
+      `dry run: ${plural(plan.matched, 'delivery', 'deliveries')} ${plan.matched === 1 ? 'matches' : 'match'}; ` +
+        `${plan.matched - plan.queued - plan.payloadExpired} would be ` +
         `resent, ${skippedText}. Nothing was changed. Audit: ${plan.auditId}`,
     );
     return 0;
@@ -154,7 +159,7 @@ async function resend(sql: Sql, config: Config, filter: ResendFilter, dryRun: bo
     return 0;
   }
   out(
-    `resending ${plan.matched} deliveries of ${filter.endpointId} (delivered ones included) in batches of ` +
+    `resending ${plural(plan.matched, 'delivery', 'deliveries')} of ${filter.endpointId} (delivered ones included) in batches of ` +
       `${config.replayBatchSize}, at most ${config.replayRatePerSecond}/s; Ctrl-C stops after the current batch`,
   );
   const outcome = await withProgress(config, plan.matched, 'resent', (pace) =>

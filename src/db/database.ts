@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Sql } from './connect.js';
 import { embeddedClusterExists, embeddedUrl, startEmbeddedPostgres } from './embedded.js';
+import { describeDatabaseUrl, parseDatabaseUrl } from './url.js';
 
 /** The database cannot be used; the message says where hookpost looked and what to do. */
 export class DatabaseError extends Error {}
@@ -15,7 +16,8 @@ export interface DatabaseHandle {
   stop(): Promise<void>;
 }
 
-function portAnswers(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on 127.0.0.1:`port` (an embedded PostgreSQL running). */
+export function portAnswers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     socket.once('connect', () => {
@@ -67,16 +69,6 @@ export async function openDatabase(
   return { url: db.url, embedded: true, stop: db.stop };
 }
 
-/** Where a connection string points, without its password: `postgres://user@host:port/db`. */
-export function describeDatabaseUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.username ? `${decodeURIComponent(u.username)}@` : ''}${u.host}${u.pathname}`;
-  } catch {
-    return 'an unparseable URL';
-  }
-}
-
 /**
  * Checks that the database answers before anything else uses it. postgres.js only says
  * "connect ECONNREFUSED 127.0.0.1:1"; this names the variable and the target, never the password.
@@ -87,13 +79,7 @@ export async function verifyConnection(sql: Sql, database: DatabaseHandle): Prom
   } catch (error) {
     const e = error as { code?: string; message?: string };
     let reason = e.message || e.code || String(error);
-    const password = (() => {
-      try {
-        return decodeURIComponent(new URL(database.url).password);
-      } catch {
-        return '';
-      }
-    })();
+    const password = parseDatabaseUrl(database.url)?.password ?? '';
     if (password) reason = reason.split(password).join('***');
     const where = database.embedded
       ? `the embedded PostgreSQL (${describeDatabaseUrl(database.url)})`

@@ -124,8 +124,11 @@ async function binaries(): Promise<Binaries> {
   }
 }
 
-/** PostgreSQL refuses to run as root: then run it as a `postgres` user, created if missing. */
-function runAsIds(): { uid: number; gid: number } | undefined {
+/**
+ * PostgreSQL refuses to run as root: then run it as a `postgres` user, created if missing.
+ * Returns the ids to spawn its binaries with, or undefined when this process is not root.
+ */
+export function runAsIds(): { uid: number; gid: number } | undefined {
   if (os.userInfo().uid !== 0) return undefined;
   const lookup = () => {
     const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());

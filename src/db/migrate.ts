@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Sql } from './connect.js';
+import { isReadOnlyRefusal, REFUSE_IF_READ_ONLY, type Sql, withoutStatementTimeout } from './connect.js';
 
 /** Arbitrary constant shared by every hookpost process: the key of the migration lock. */
 const MIGRATION_LOCK_KEY = 727_274_001;
@@ -35,8 +35,9 @@ export async function readMigrations(dir = SQL_DIR): Promise<MigrationFile[]> {
 /** Applies every migration not yet applied; returns the names it applied. */
 export async function migrate(sql: Sql, dir = SQL_DIR): Promise<string[]> {
   const files = await readMigrations(dir);
-  const connection = await sql.reserve();
-  try {
+  // A migration takes as long as the tables it changes are large: never cut by the API pool's
+  // statement_timeout (nor the advisory lock's wait for another process's migrations).
+  return withoutStatementTimeout(sql, async (connection) => {
     await connection`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
     try {
       await connection`
@@ -74,12 +75,28 @@ export async function migrate(sql: Sql, dir = SQL_DIR): Promise<string[]> {
     } finally {
       await connection`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`;
     }
-  } finally {
-    connection.release();
+  });
+}
+
+/**
+ * What /readyz answers: `ready` when every migration has been applied and the server takes
+ * writes; `read_only` when it answers but cannot write (a standby, reached through a single-host
+ * URL such as a DNS name or proxy that leads to it, or a server made read-only: every enqueue
+ * would be refused); `not_ready` when it is unreachable or migrations are missing. One query.
+ */
+export async function readiness(sql: Sql, expected: number): Promise<'ready' | 'read_only' | 'not_ready'> {
+  try {
+    // One round trip, on one session: the refusal (which closes a session on a standby) first.
+    const [, rows] = (await sql.unsafe(
+      `${REFUSE_IF_READ_ONLY}; SELECT count(*)::int AS count FROM schema_migrations`,
+    )) as unknown as [unknown, { count: number }[]];
+    return (rows?.[0]?.count ?? -1) >= expected ? 'ready' : 'not_ready';
+  } catch (error) {
+    return isReadOnlyRefusal(error) ? 'read_only' : 'not_ready';
   }
 }
 
-/** True when every migration file has been applied (used by /readyz). */
+/** True when every migration file has been applied. */
 export async function migrationsApplied(sql: Sql, expected: number): Promise<boolean> {
   const rows = await sql<{ count: number }[]>`
     SELECT count(*)::int AS count FROM schema_migrations`.catch(() => [{ count: -1 }]);

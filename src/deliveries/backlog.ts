@@ -32,7 +32,7 @@ export function createBacklogGuard(sql: Sql, limit: number): BacklogGuard {
     const [row] = await sql<{ due: number }[]>`
       SELECT count(*)::int AS due FROM (
         SELECT 1 FROM delivery_queue
-        WHERE lease_expires_at IS NULL AND next_attempt_at <= now()
+        WHERE state = 'scheduled' AND next_attempt_at <= now()
         LIMIT ${limit + 1}
       ) due`;
     value = row?.due ?? 0;

@@ -12,17 +12,20 @@
  */
 import type { Executor, Sql } from '../db/connect.js';
 import type { Actor } from '../tenants/audit.js';
-import { tenantIs } from '../tenants/scope.js';
+import { type TenantScope, tenantIs } from '../tenants/scope.js';
 import { type ReplayOutcome, type ReplayPace, requeueInPacedBatches } from './paced-requeue.js';
-import { insertAudit, ReplayError } from './replay.js';
+import { insertAuditWithinLimit, type PacedRunLimit } from './paced-run-limit.js';
+import { ReplayError } from './replay.js';
 
 /** The largest `limit` accepted (without a limit a replay takes every match). */
 export const MAX_REPLAY_LIMIT = 1_000_000;
 
 /** Which dead letters to replay; times are ISO 8601 and bound `dead_at` (when they died). */
-export interface ReplayFilter {
-  /** The tenant the replay is confined to (the caller's scope, narrowed by the request); null: all. */
-  tenantId: string | null;
+/**
+ * The tenant the replay is confined to (the caller's scope, narrowed by the request; tenantId
+ * null: all) and which dead letters.
+ */
+export interface ReplayFilter extends TenantScope {
   endpointId?: string | undefined;
   since?: string | undefined;
   until?: string | undefined;
@@ -44,8 +47,11 @@ export interface ReplayPlan {
   asOf: string;
 }
 
-/** The matched set: dead letters by the filter that had died by `asOf`, within the tenant scope. */
-function matches(sql: Executor, filter: ReplayFilter, asOf: string) {
+/**
+ * The matched set: dead letters by the filter that had died by `asOf`, within the tenant scope
+ * (a condition on `deliveries d` and its endpoint `e`).
+ */
+export function matches(sql: Executor, filter: ReplayFilter, asOf: string) {
   return sql`
     d.status = 'dead_letter' AND d.dead_at <= ${asOf}::text::timestamptz
     AND ${tenantIs(sql, filter, 'e.tenant_id')}
@@ -89,7 +95,12 @@ interface PlanRow {
 export async function planReplay(
   sql: Sql,
   filter: ReplayFilter,
-  options: { actor: Actor; dryRun: boolean },
+  options: {
+    actor: Actor;
+    dryRun: boolean;
+    runLimit?: PacedRunLimit | undefined;
+    traceparent?: string | null | undefined;
+  },
 ): Promise<ReplayPlan> {
   const [clock] = await sql<{ as_of: string }[]>`SELECT to_json(now()) #>> '{}' AS as_of`;
   const asOf = clock!.as_of;
@@ -109,16 +120,21 @@ export async function planReplay(
   const matched = last?.matched ?? 0;
   const unavailable = last?.unavailable ?? 0;
   const finishedNow = options.dryRun || matched === 0;
-  const auditId = await insertAudit(sql, {
-    actor: options.actor,
-    tenantId: filter.tenantId,
-    filter: auditFilter(filter, asOf),
-    dryRun: options.dryRun,
-    matched,
-    replayed: 0,
-    skipped: finishedNow ? (options.dryRun ? unavailable : 0) : 0,
-    state: finishedNow ? 'finished' : 'running',
-  });
+  const auditId = await insertAuditWithinLimit(
+    sql,
+    {
+      actor: options.actor,
+      tenantId: filter.tenantId,
+      filter: auditFilter(filter, asOf),
+      dryRun: options.dryRun,
+      matched,
+      replayed: 0,
+      skipped: finishedNow ? (options.dryRun ? unavailable : 0) : 0,
+      state: finishedNow ? 'finished' : 'running',
+      traceparent: options.traceparent,
+    },
+    options.runLimit,
+  );
   return {
     auditId,
     dryRun: options.dryRun,
@@ -188,7 +204,15 @@ export async function runReplay(
 export async function startReplay(
   sql: Sql,
   filter: ReplayFilter,
-  options: { actor: Actor; dryRun: boolean; refuseDisabledEndpoint?: boolean },
+  options: {
+    actor: Actor;
+    dryRun: boolean;
+    refuseDisabledEndpoint?: boolean;
+    /** A tenant's live runs at once (the API's callers; the operator's CLI has none). */
+    runLimit?: PacedRunLimit | undefined;
+    /** The request's trace (tracing on): the replay's attempts continue it, linked to their original. */
+    traceparent?: string | null | undefined;
+  },
 ): Promise<ReplayPlan> {
   if (filter.endpointId !== undefined) {
     const [endpoint] = await sql<{ enabled: boolean }[]>`

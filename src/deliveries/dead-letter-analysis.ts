@@ -4,7 +4,7 @@
  * statement; the API and `hookpost dead-letters` both call analyzeDeadLetters().
  */
 import type { Sql } from '../db/connect.js';
-import { type TenantScope, tenantIs } from '../tenants/scope.js';
+import { isUnrestricted, type TenantScope, tenantIs } from '../tenants/scope.js';
 import {
   classifyDeadLetters,
   DEFAULT_PATTERN_THRESHOLDS,
@@ -25,10 +25,18 @@ export interface AnalysisOptions {
 
 export interface EndpointDeadLetters {
   endpoint_id: string;
+  /**
+   * The endpoint's URL as origin and path: its query string and user info are left out, since
+   * partners put tokens there and this analysis is readable with `deliveries:read` alone.
+   */
+  endpoint_url: string | null;
+  endpoint_description: string | null;
   dead_count: number;
   /** The most common error class (`http_503`, `timeout`, …), usable as a replay `error_class`. */
   primary_error: string | null;
   primary_status_code: number | null;
+  /** How many dead letters ended with each error class. */
+  error_counts: Record<string, number>;
   first_dead_at: Date;
   last_dead_at: Date;
   avg_attempts: number;
@@ -37,11 +45,20 @@ export interface EndpointDeadLetters {
 }
 
 /** One endpoint's aggregate: the route's fields plus the counts the pattern is judged by. */
-interface AggregateRow extends Omit<EndpointDeadLetters, 'pattern' | 'advice'> {
-  auth_failures: number;
-  rate_limited: number;
+interface AggregateRow extends Omit<EndpointDeadLetters, 'pattern' | 'advice' | 'endpoint_url'> {
+  url: string | null;
   peak_in_window: number;
-  primary_error_count: number;
+}
+
+/** `url` without its query, fragment or user info (see EndpointDeadLetters.endpoint_url). */
+export function displayUrl(url: string | null): string | null {
+  if (url === null) return null;
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -67,49 +84,52 @@ export async function analyzeDeadLetters(
       FROM deliveries d
       WHERE d.dead_at >= now() - make_interval(secs => ${options.hours * 3600})
         AND d.status = 'dead_letter'
-        ${scope.tenantId === null ? sql`` : sql`AND d.endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`}
+        ${isUnrestricted(scope) ? sql`` : sql`AND d.endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`}
         ${options.endpointId === undefined ? sql`` : sql`AND d.endpoint_id = ${options.endpointId}`}
     ),
     by_class AS (
-      SELECT endpoint_id, last_error_class, count(*) AS n FROM dead
-      WHERE last_error_class IS NOT NULL GROUP BY endpoint_id, last_error_class
+      SELECT endpoint_id, jsonb_object_agg(last_error_class, n) AS error_counts
+      FROM (SELECT endpoint_id, last_error_class, count(*)::int AS n FROM dead
+            WHERE last_error_class IS NOT NULL GROUP BY endpoint_id, last_error_class) c
+      GROUP BY endpoint_id
+    ),
+    agg AS (
+      SELECT endpoint_id,
+        count(*)::int AS dead_count,
+        mode() WITHIN GROUP (ORDER BY last_error_class) AS primary_error,
+        mode() WITHIN GROUP (ORDER BY last_status_code) AS primary_status_code,
+        min(dead_at) AS first_dead_at,
+        max(dead_at) AS last_dead_at,
+        round(avg(attempt_count), 2)::float8 AS avg_attempts,
+        max(in_window)::int AS peak_in_window
+      FROM dead
+      GROUP BY endpoint_id
+      ORDER BY dead_count DESC, endpoint_id
+      LIMIT ${options.limit}
     )
-    SELECT endpoint_id,
-      count(*)::int AS dead_count,
-      mode() WITHIN GROUP (ORDER BY last_error_class) AS primary_error,
-      mode() WITHIN GROUP (ORDER BY last_status_code) AS primary_status_code,
-      min(dead_at) AS first_dead_at,
-      max(dead_at) AS last_dead_at,
-      round(avg(attempt_count), 2)::float8 AS avg_attempts,
-      count(*) FILTER (WHERE last_status_code IN (401, 403))::int AS auth_failures,
-      count(*) FILTER (WHERE last_status_code = 429)::int AS rate_limited,
-      max(in_window)::int AS peak_in_window,
-      -- how many share the primary error: the mode's own count
-      coalesce((SELECT max(b.n) FROM by_class b WHERE b.endpoint_id = dead.endpoint_id), 0)::int
-        AS primary_error_count
-    FROM dead
-    GROUP BY endpoint_id
-    ORDER BY dead_count DESC, endpoint_id
-    LIMIT ${options.limit}`;
+    -- The page's endpoints only: the URL and description are read for at most one page of rows.
+    SELECT agg.*, coalesce(b.error_counts, '{}') AS error_counts, e.url, e.description AS endpoint_description
+    FROM agg LEFT JOIN by_class b ON b.endpoint_id = agg.endpoint_id LEFT JOIN endpoints e ON e.id = agg.endpoint_id
+    ORDER BY agg.dead_count DESC, agg.endpoint_id`;
   return rows.map((row) => {
     const verdict = classifyDeadLetters(
       {
         deadCount: row.dead_count,
-        authFailures: row.auth_failures,
-        rateLimited: row.rate_limited,
         peakInClusterWindow: row.peak_in_window,
         firstDeadAt: row.first_dead_at,
         lastDeadAt: row.last_dead_at,
-        primaryError: row.primary_error,
-        primaryErrorCount: row.primary_error_count,
+        errorCounts: row.error_counts,
       },
       thresholds,
     );
     return {
       endpoint_id: row.endpoint_id,
+      endpoint_url: displayUrl(row.url),
+      endpoint_description: row.endpoint_description || null,
       dead_count: row.dead_count,
       primary_error: row.primary_error,
       primary_status_code: row.primary_status_code,
+      error_counts: row.error_counts,
       first_dead_at: row.first_dead_at,
       last_dead_at: row.last_dead_at,
       avg_attempts: row.avg_attempts,

@@ -7,11 +7,20 @@
  * that slowly exhausts retries.
  */
 
+import { type ErrorCategory, errorCategory, errorClassAdvice } from './dead-letter-advice.js';
+
 export const DEAD_LETTER_PATTERNS = [
-  'outage_cluster',
+  'hookpost_config',
+  'tls_failure',
   'auth_failure',
   'rate_limited',
+  'rejected',
+  'endpoint_moved',
+  'outage_cluster',
   'gradual_drip',
+  'unreachable',
+  'server_errors',
+  'timeouts',
   'mixed',
 ] as const;
 export type DeadLetterPattern = (typeof DEAD_LETTER_PATTERNS)[number];
@@ -19,17 +28,12 @@ export type DeadLetterPattern = (typeof DEAD_LETTER_PATTERNS)[number];
 /** One endpoint's dead letters in the analysis window, as the aggregate query returns them. */
 export interface DeadLetterFigures {
   deadCount: number;
-  /** Dead letters whose last answer was 401 or 403. */
-  authFailures: number;
-  /** Dead letters whose last answer was 429. */
-  rateLimited: number;
   /** The most dead letters that fell within any one `clusterWindowSeconds` (a sliding window). */
   peakInClusterWindow: number;
   firstDeadAt: Date;
   lastDeadAt: Date;
-  /** The most common last error class (`http_500`, `timeout`, …) and how many dead letters had it. */
-  primaryError?: string | null;
-  primaryErrorCount?: number;
+  /** How many dead letters had each last error class (`http_503`, `connection_refused`, …). */
+  errorCounts: Record<string, number>;
 }
 
 export interface PatternThresholds {
@@ -70,37 +74,78 @@ function windowLabel(seconds: number): string {
   return `${seconds} seconds`;
 }
 
+/** Per category: how many dead letters, and its most common class (ties: the first by name). */
+function byCategory(errorCounts: Record<string, number>) {
+  const categories = new Map<ErrorCategory, { count: number; top: string; topCount: number }>();
+  for (const [errorClass, n] of Object.entries(errorCounts).sort(([a], [b]) => a.localeCompare(b))) {
+    const category = errorCategory(errorClass);
+    const c = categories.get(category) ?? { count: 0, top: errorClass, topCount: 0 };
+    c.count += n;
+    if (n > c.topCount) Object.assign(c, { top: errorClass, topCount: n });
+    categories.set(category, c);
+  }
+  return categories;
+}
+
+/** The advice of a category's most common class; a category of several classes replays by endpoint. */
+function advise(c: { count: number; top: string; topCount: number }): string {
+  return c.topCount === c.count
+    ? errorClassAdvice(c.top)
+    : errorClassAdvice(c.top, "then replay the endpoint's dead letters (endpoint_id).");
+}
+
+/** The patterns a dominant error category makes, in the order they are judged. */
+const CAUSES: [ErrorCategory, DeadLetterPattern, string, 'atLeast' | 'moreThan'][] = [
+  // hookpost's own settings and trust store first: no partner can fix them, and they name a setting.
+  ['hookpost_config', 'hookpost_config', 'hookpost itself stopped these', 'atLeast'],
+  ['tls', 'tls_failure', 'TLS failed', 'atLeast'],
+  ['auth', 'auth_failure', 'Mostly 401/403 or a refused token', 'atLeast'],
+  ['rate_limited', 'rate_limited', 'Mostly 429', 'atLeast'],
+  // Permanent answers die at their first attempt: a burst of them is no outage.
+  ['rejected', 'rejected', 'The partner rejects them', 'moreThan'],
+  ['moved', 'endpoint_moved', 'The endpoint moved', 'moreThan'],
+];
+/** Shapes in time come before these: an outage of refused connections is an outage first. */
+const SYMPTOMS: [ErrorCategory, DeadLetterPattern][] = [
+  ['unreachable', 'unreachable'],
+  ['server_error', 'server_errors'],
+  ['timeout', 'timeouts'],
+];
+
 /**
  * Classifies one endpoint's dead letters. Causes come before shapes: a burst of 401s is first of
  * all a credentials problem, and replaying it before the credentials are fixed only fails again.
+ * A cause "dominates" at `dominantShare` (hookpost's settings, TLS, credentials, rate limits:
+ * worth naming at half) or above it (the rest: a 50/50 split is not "mostly" either).
  */
 export function classifyDeadLetters(
   figures: DeadLetterFigures,
   thresholds: PatternThresholds = DEFAULT_PATTERN_THRESHOLDS,
 ): PatternVerdict {
   const { deadCount } = figures;
+  const categories = byCategory(figures.errorCounts);
   const share = (n: number) => (deadCount === 0 ? 0 : n / deadCount);
-  if (deadCount > 0 && share(figures.authFailures) >= thresholds.dominantShare) {
-    return {
-      pattern: 'auth_failure',
-      advice:
-        'Mostly 401/403: the partner changed credentials or access rules; update the endpoint ' +
-        '(headers or secret) with them, then replay.',
-    };
+  const percent = (n: number) => `${Math.round(share(n) * 100)}%`;
+  const dominant = (category: ErrorCategory, rule: 'atLeast' | 'moreThan') => {
+    const c = categories.get(category);
+    if (!c || deadCount === 0) return undefined;
+    const s = share(c.count);
+    return (rule === 'atLeast' ? s >= thresholds.dominantShare : s > thresholds.dominantShare)
+      ? c
+      : undefined;
+  };
+  for (const [category, pattern, lead, rule] of CAUSES) {
+    const c = dominant(category, rule);
+    if (c) return { pattern, advice: `${lead} (${c.top}, ${percent(c.count)}): ${advise(c)}` };
   }
-  if (deadCount > 0 && share(figures.rateLimited) >= thresholds.dominantShare) {
-    return {
-      pattern: 'rate_limited',
-      advice:
-        "Mostly 429: hookpost sends faster than the partner accepts; set the endpoint's " +
-        'rate_limit_per_second below their limit, then replay.',
-    };
-  }
+  // The most common class overall, named by the shapes below when it dominates.
+  const top = [...categories.values()].sort((a, b) => b.count - a.count)[0];
+  const mostly = top && share(top.count) > thresholds.dominantShare ? ` (mostly ${top.top})` : '';
   if (figures.peakInClusterWindow >= thresholds.clusterCount) {
     return {
       pattern: 'outage_cluster',
       advice:
-        `${figures.peakInClusterWindow} dead letters within ${windowLabel(thresholds.clusterWindowSeconds)}: ` +
+        `${figures.peakInClusterWindow} dead letters within ${windowLabel(thresholds.clusterWindowSeconds)}${mostly}: ` +
         'the endpoint was down longer than the retry schedule; replay once it answers again, and ' +
         'for outages this long raise retry_cap_seconds or max_attempts for this endpoint ' +
         '(PATCH /v1/endpoints/{id}) so its retries outlast them.',
@@ -117,17 +162,13 @@ export function classifyDeadLetters(
     return {
       pattern: 'gradual_drip',
       advice:
-        'A few a day, spread out: intermittent failures outlast the retries; raise max_attempts ' +
+        `A few a day, spread out${mostly}: intermittent failures outlast the retries; raise max_attempts ` +
         'for this endpoint (PATCH /v1/endpoints/{id}) or look at its timeouts and p95 latency.',
     };
   }
-  const primary = figures.primaryError;
-  if (deadCount > 0 && primary && share(figures.primaryErrorCount ?? 0) > thresholds.dominantShare) {
-    // None of the patterns above, but one error class still dominates: name it rather than
-    // calling the set causeless ("mixed" is about the shape in time, not about the cause). More
-    // than the share, not at least: a 50/50 split is not "mostly" either of them.
-    const percent = Math.round(share(figures.primaryErrorCount ?? 0) * 100);
-    return { pattern: 'mixed', advice: `Mostly ${primary} (${percent}%): ${errorClassAdvice(primary)}` };
+  for (const [category, pattern] of SYMPTOMS) {
+    const c = dominant(category, 'moreThan');
+    if (c) return { pattern, advice: `Mostly ${c.top} (${percent(c.count)}): ${advise(c)}` };
   }
   return {
     pattern: 'mixed',
@@ -135,23 +176,4 @@ export function classifyDeadLetters(
       'No single cause dominates: read the attempts of a few of them (GET /v1/deliveries/{id}) ' +
       'before replaying.',
   };
-}
-
-/** What to do about one error class, once it is known to dominate. */
-function errorClassAdvice(errorClass: string): string {
-  const replay = `then replay with error_class=${errorClass}.`;
-  const status = /^http_(\d{3})$/.exec(errorClass)?.[1];
-  if (status?.startsWith('5')) {
-    return `the partner's server fails these requests; read the response snippets (GET /v1/deliveries/{id}), get it fixed (if they pass on a later try, raise max_attempts for this endpoint), ${replay}`;
-  }
-  if (status?.startsWith('4')) {
-    return `the partner rejects these payloads (no retry for a ${status}); read the response snippets, fix the payload or the endpoint settings, ${replay}`;
-  }
-  if (errorClass === 'timeout') {
-    return `the partner answers slower than HOOKPOST_REQUEST_TIMEOUT_MS; check its p95 (GET /v1/endpoints/{id}/health), ${replay}`;
-  }
-  if (errorClass === 'redirect_not_followed' || errorClass === 'gone') {
-    return `the endpoint URL moved or is gone; update the endpoint's url, ${replay}`;
-  }
-  return `the endpoint is unreachable (network, DNS or TLS); check its url and the partner's server, ${replay}`;
 }

@@ -26,12 +26,17 @@ export interface EnqueueResult {
   /** True when an earlier request with the same key or event id already created this message. */
   duplicate: boolean;
   deliveries: EnqueuedDelivery[];
+  /**
+   * Endpoints the enqueue picked (named, or by subscription) whose content filter the payload did
+   * not match: no delivery for them. Empty for a duplicate (no filter ran again).
+   */
+  filtered: string[];
 }
 
 /** Why a request cannot be enqueued; `index` is the offending item in a batch. */
 export class EnqueueError extends Error {
   constructor(
-    readonly kind: 'endpoint_not_found' | 'idempotency_conflict',
+    readonly kind: 'endpoint_not_found' | 'tenant_not_found' | 'idempotency_conflict',
     readonly index: number,
     message: string,
   ) {

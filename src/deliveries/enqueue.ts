@@ -5,13 +5,21 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { Executor, Fragment, Sql } from '../db/connect.js';
 import { utf8Server } from '../db/encoding.js';
+import { filterableText } from '../filters/payload-text.js';
 import { newIds } from '../ids.js';
+import { numberedByKey, type OrderingKey, unholdHeads } from '../queue/ordering.js';
+import { type WakeUps, wakeDispatchersAtCommit } from '../queue/wakeup.js';
 import { DEFAULT_TENANT, type TenantScope, tenantIs } from '../tenants/scope.js';
+import { deletedTenants } from '../tenants/tenants.js';
 import { EnqueueError, type EnqueueItem, type EnqueueResult, type Producer } from './enqueue-types.js';
+import {
+  filterDocument,
+  filteringTenants,
+  insertDeliveries,
+  passesFilter,
+  subscribedEndpoint,
+} from './fan-out.js';
 import { hasKey, requestHashOf, resolveDuplicates } from './idempotency.js';
-import { numberedByKey, type OrderingKey, releaseHeads } from './ordering.js';
-import { initialAt } from './queue-state.js';
-import { WAKEUP_CHANNEL, type WakeUps } from './wakeup.js';
 
 /**
  * All payloads as one bytea parameter plus offsets: postgres.js sends a Buffer as one native hex
@@ -82,8 +90,12 @@ interface CreatedRow {
   message_id: string;
   delivery_id: string | null;
   endpoint_id: string | null;
+  /** A delivery's status, or FILTERED for an endpoint whose filter the message did not pass. */
   status: string | null;
 }
+
+/** The result rows' mark of a candidate endpoint a filter kept the message from. */
+const FILTERED = 'filtered';
 
 export interface EnqueueOptions {
   /**
@@ -91,6 +103,16 @@ export interface EnqueueOptions {
    * when one is due at once (Waker.takeForCommit), else a debounced one after the commit.
    */
   waker?: WakeUps;
+  /**
+   * Deliver whatever the endpoints' content filters say (the signed test event of
+   * POST /v1/endpoints/{id}/test-event, which is sent whatever the endpoint subscribes to).
+   */
+  ignoreFilters?: boolean;
+  /**
+   * The W3C traceparent stored with every message (tracing on: the enqueue request's span); the
+   * attempts continue that trace. Without it the statement does not name the column at all.
+   */
+  traceparent?: string | undefined;
 }
 
 /**
@@ -121,23 +143,45 @@ export async function enqueue(
   // skipped): the statement then returns how many deliveries it created instead of a row per item.
   const predictable = !deduplicated && !keyed && items.every((i) => i.endpointId !== null);
   const packed = packPayloads(items.map((i) => i.payload));
-  // Tenants the request named, created on first use (a live one costs an index probe).
+  // Tenants the request named, created on first use (a live one costs an index probe); a deleted
+  // one is not brought back (only a PUT does that): the request is 404 tenant_not_found.
   const named = [...new Set(items.map((i) => i.tenantId).filter((t): t is string => t !== null))];
   const notify = options.waker?.takeForCommit() ?? false;
+  const traceparent = options.traceparent;
+  // Payloads jsonb cannot take as they are are filtered as a copy it can (filters/payload-text.ts).
+  const unsafe = new Map<string, string>();
+  if (!options.ignoreFilters)
+    items.forEach((item, index) => {
+      const text = filterableText(item.payload);
+      if (text !== null) unsafe.set(ids[index]!, text);
+    });
   // sql.begin, not a reserved connection with BEGIN pipelined: unpatched, postgres.js 3.4.9 loses
   // reserved connections when the server goes away under them (porsager/postgres#1195, #1199; both
   // patched since), and after a database restart requests hung for good; the round trip it saved
   // showed no CPU gain (docs/architecture.md, "Enqueue path"). The NOTIFY and the endpoint check
   // still travel together.
   const written = await sql.begin(async (tx) => {
-    const woken = notify ? tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`.execute() : undefined;
+    const woken = notify ? tx`SELECT ${wakeDispatchersAtCommit(tx)}`.execute() : undefined;
     woken?.catch(() => {}); // awaited below; a failure fails the statements after it as well
+    // Pipelined behind the NOTIFY and read after the main statement: a deleted tenant then costs
+    // the rollback of what was written, and a live one (every other request) no round trip.
+    const deleted = deletedTenants(tx, named);
+    deleted.catch(() => {}); // awaited below, like the NOTIFY
     const tenants = await lockExplicitEndpoints(tx, producer, items);
+    // Content filters (fan-out.ts): decided per candidate endpoint on the payload as jsonb, cast
+    // only for the messages of tenants that have a filtered endpoint.
+    const filtering = filteringTenants(tx, options.ignoreFilters ? [] : [...new Set(tenants)]);
+    const passes = options.ignoreFilters ? tx`true` : passesFilter(tx, tx`i.doc`);
+    const doc = options.ignoreFilters ? tx`NULL::jsonb` : filterDocument(tx, unsafe);
+    // Reported only when a filter can have applied: a one-time test, so a batch of tenants
+    // without filters does not read its targets again.
+    const filteredOnly = tx`NOT passes AND (SELECT cardinality(tenants) > 0 FROM filtering)`;
     // One statement for the whole batch: messages, then their deliveries (one per target
     // endpoint, fan-out by subscription when endpoint_id is absent). ON CONFLICT DO NOTHING
     // skips duplicates of an earlier request; a racing twin waits on the unique index.
-    const created = await tx<(CreatedRow & { count?: number })[]>`
-      WITH packed AS MATERIALIZED (SELECT ${packedBytes(tx, sql, packed.bytes)} AS bytes),
+    const created = await tx<(CreatedRow & { count?: number; filtered?: string[] })[]>`
+      WITH ${filtering}
+      packed AS MATERIALIZED (SELECT ${packedBytes(tx, sql, packed.bytes)} AS bytes),
       input AS (
         SELECT t.*, substring(packed.bytes FROM t.payload_offset + 1 FOR t.payload_length) AS payload
         FROM packed, unnest(
@@ -149,41 +193,38 @@ export async function enqueue(
         ) WITH ORDINALITY AS t(id, tenant_id, event_type, event_id, idempotency_key, ordering_key, endpoint_id,
                request_hash, payload_offset, payload_length, delivery_id, ord)
       ),
-      -- Named tenants are created, or brought back when deleted. Never ON CONFLICT DO UPDATE:
-      -- that locks the existing row even when its WHERE is false, and would serialise every
-      -- concurrent enqueue of one tenant on its row; DO NOTHING and a matching-only UPDATE lock
-      -- nothing for a live tenant.
-      revived_tenants AS (
-        UPDATE tenants SET deleted_at = NULL, updated_at = now(), created_at = now()
-        WHERE id = ANY(${named}::text[]) AND deleted_at IS NOT NULL
-      ),
+      -- Named tenants are created when new (a deleted one was looked up above and fails the
+      -- request). Never ON CONFLICT DO UPDATE: that locks the existing row even when its WHERE is
+      -- false, and would serialise every concurrent enqueue of one tenant on its row; DO NOTHING
+      -- locks nothing for a live tenant.
       new_tenants AS (
         INSERT INTO tenants (id) SELECT unnest(${named}::text[]) ON CONFLICT (id) DO NOTHING
       ),
       inserted AS (
         INSERT INTO messages (id, tenant_id, producer, event_type, event_id, idempotency_key, ordering_key,
-                              endpoint_id, request_hash, payload)
+                              endpoint_id, request_hash, payload${traceparent === undefined ? tx`` : tx`, traceparent`})
         SELECT id, tenant_id, ${producer.keyId}, event_type, event_id, idempotency_key, ordering_key, endpoint_id,
-               request_hash, payload
+               request_hash, payload${traceparent === undefined ? tx`` : tx`, ${traceparent}::text`}
         FROM input
         ${deduplicated ? tx`ON CONFLICT DO NOTHING` : tx``}
-        RETURNING id, tenant_id, event_type, endpoint_id, ordering_key
+        RETURNING id, tenant_id, event_type, endpoint_id, ordering_key, ${doc} AS doc
       ),
       targets AS (
+        -- Every endpoint the enqueue picks, with \`passes\`: whether its content filter let the
+        -- message through (fan-out.ts); only those get deliveries, the others are reported.
         -- An explicit endpoint's delivery takes the id made for it in JavaScript (numbered, below,
         -- joins input for it there: joined here instead, the planner chose a plan that doubled the
         -- statement's time); only a fan-out, whose count is known here alone, makes its ids here.
-        SELECT i.id AS message_id, e.id AS endpoint_id, i.ordering_key, NULL::text AS id
+        SELECT i.id AS message_id, e.id AS endpoint_id, i.ordering_key, NULL::text AS id, ${passes} AS passes
         FROM inserted i JOIN endpoints e
           -- Explicit endpoints were checked and share-locked above: a racing delete waits for
           -- this commit, then cancels what it finds queued (nothing is left stuck).
           ON e.id = i.endpoint_id AND e.deleted_at IS NULL
         UNION ALL
-        -- Fan-out: one GIN lookup of the tenant's subscription keys (sql/0005_tenants.sql); the
-        -- tenant comparison repeats what the keys already guarantee.
-        SELECT i.id, e.id, i.ordering_key, hookpost_id('dlv_') FROM inserted i JOIN endpoints e
-          ON hookpost_subscription_keys(e.tenant_id, e.event_types) && hookpost_event_match_keys(i.tenant_id, i.event_type)
-          AND e.deleted_at IS NULL AND e.enabled AND e.tenant_id = i.tenant_id
+        -- Fan-out by subscription (fan-out.ts).
+        SELECT i.id, e.id, i.ordering_key, CASE WHEN f.passes THEN hookpost_id('dlv_') END, f.passes
+        FROM inserted i JOIN endpoints e ON ${subscribedEndpoint(tx, tx`i.tenant_id`, tx`i.event_type`)}
+          CROSS JOIN LATERAL (SELECT ${passes} AS passes) f
         WHERE i.endpoint_id IS NULL
       ),
       ${
@@ -191,60 +232,60 @@ export async function enqueue(
           ? numberedByKey(tx)
           : tx`numbered AS (
         SELECT coalesce(t.id, i.delivery_id) AS id, t.message_id, t.endpoint_id, t.ordering_key, NULL::bigint AS sequence
-        FROM targets t JOIN input i ON i.id = t.message_id
+        FROM targets t JOIN input i ON i.id = t.message_id WHERE t.passes
       ),`
       }
-      created AS (
-        INSERT INTO deliveries (id, message_id, endpoint_id, sequence)
-        SELECT id, message_id, endpoint_id, sequence FROM numbered
-        RETURNING id, message_id, endpoint_id, status
-      ),
-      -- Where each endpoint's new rows start, looked up once per endpoint of the batch (MATERIALIZED:
-      -- inlined, the planner would evaluate the lookup per row again).
-      starts AS MATERIALIZED (
-        SELECT u.endpoint_id, ${initialAt(tx, tx`u.endpoint_id`, tx`now()`)} AS at
-        FROM (SELECT DISTINCT endpoint_id FROM numbered) u
-      ),
-      -- Due now, or parked when the endpoint is disabled or its circuit open (queue-state.ts);
-      -- a keyed row starts held, and the release below makes its key's head due.
-      queued AS (
-        INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, ordering_key, sequence, held)
-        SELECT t.id, t.endpoint_id, t.message_id,
-          CASE WHEN t.ordering_key IS NULL THEN s.at ELSE 'infinity' END,
-          t.ordering_key, t.sequence, t.ordering_key IS NOT NULL
-        FROM numbered t JOIN starts s ON s.endpoint_id = t.endpoint_id
-      )
+      -- The deliveries and their queue rows: due now, or parked when the endpoint is disabled or its
+      -- circuit open; a keyed row starts held, and the unhold below makes its key's head due.
+      ${insertDeliveries(tx, '', tx`numbered`)}
       ${
         predictable
-          ? tx`SELECT count(*)::int AS count FROM created`
+          ? tx`SELECT count(*)::int AS count,
+                 (SELECT coalesce(array_agg(message_id), '{}') FROM targets WHERE ${filteredOnly}) AS filtered
+               FROM created`
           : tx`SELECT i.id AS message_id, c.id AS delivery_id, c.endpoint_id, c.status
-               FROM inserted i LEFT JOIN created c ON c.message_id = i.id`
+               FROM inserted i LEFT JOIN created c ON c.message_id = i.id
+               UNION ALL
+               SELECT message_id, NULL, endpoint_id, ${FILTERED}::text FROM targets WHERE ${filteredOnly}`
       }`;
 
     await woken;
+    const gone = await deleted;
+    if (gone.length > 0) {
+      const index = items.findIndex((i) => i.tenantId !== null && gone.includes(i.tenantId));
+      throw new EnqueueError('tenant_not_found', index, `tenant ${gone[0]} not found`);
+    }
     if (predictable) {
+      const filtered = new Set(created[0]?.filtered);
       const count = created[0]?.count;
-      if (count !== items.length)
+      if (count === undefined || count + filtered.size !== items.length)
         throw new Error(`enqueue created ${count} deliveries for ${items.length} items`);
-      return ids.map((messageId, index) => ({
-        messageId,
-        duplicate: false,
-        deliveries: [{ id: deliveryIds[index]!, endpointId: items[index]!.endpointId!, status: 'pending' }],
-      }));
+      return ids.map((messageId, index) => {
+        const endpointId = items[index]!.endpointId!;
+        return filtered.has(messageId)
+          ? { messageId, duplicate: false, deliveries: [], filtered: [endpointId] }
+          : {
+              messageId,
+              duplicate: false,
+              deliveries: [{ id: deliveryIds[index]!, endpointId, status: 'pending' }],
+              filtered: [],
+            };
+      });
     }
 
     const results = new Map<string, EnqueueResult>();
     for (const row of created) {
       let result = results.get(row.message_id);
       if (!result) {
-        result = { messageId: row.message_id, duplicate: false, deliveries: [] };
+        result = { messageId: row.message_id, duplicate: false, deliveries: [], filtered: [] };
         results.set(row.message_id, result);
       }
-      if (row.delivery_id && row.endpoint_id && row.status) {
+      if (row.status === FILTERED) result.filtered.push(row.endpoint_id!);
+      else if (row.delivery_id && row.endpoint_id && row.status) {
         result.deliveries.push({ id: row.delivery_id, endpointId: row.endpoint_id, status: row.status });
       }
     }
-    // Second statement, fresh snapshot, key rows already locked by the upsert: release the heads
+    // Second statement, fresh snapshot, key rows already locked by the upsert: unhold the heads
     // of keys that have none (a key whose head is still queued keeps waiting behind it).
     const keys: OrderingKey[] = [];
     items.forEach((item, index) => {
@@ -253,7 +294,7 @@ export async function enqueue(
       for (const d of results.get(ids[index]!)?.deliveries ?? [])
         keys.push({ endpointId: d.endpointId, orderingKey });
     });
-    await releaseHeads(tx, keys);
+    await unholdHeads(tx, keys);
     const skipped = items.map((_, index) => index).filter((index) => !results.has(ids[index]!));
     const duplicates =
       skipped.length > 0 ? await resolveDuplicates(tx, tenants, items, hashes, skipped, ids) : new Map();

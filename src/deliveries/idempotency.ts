@@ -85,6 +85,7 @@ export async function resolveDuplicates(
       messageId: existing.id,
       duplicate: true,
       deliveries: existing.deliveries.map((d) => ({ id: d.id, endpointId: d.endpoint_id, status: d.status })),
+      filtered: [],
     });
   }
   return found;

@@ -8,9 +8,6 @@
 import type { Sql } from '../db/connect.js';
 import { type TenantScope, tenantIs } from '../tenants/scope.js';
 
-/** The index the log walks; built CONCURRENTLY at start (see ensureMessageLogIndex). */
-export const MESSAGE_LOG_INDEX = 'messages_tenant_id_idx';
-
 /**
  * A page stops growing once the payloads in it pass this many bytes (it always holds at least
  * one message): 500 payloads of 256 KiB would otherwise make a 128 MB answer.
@@ -90,40 +87,4 @@ export function messageLogQuery(sql: Sql, scope: TenantScope, filter: MessageLog
       CASE WHEN c.bytes_before < ${MESSAGE_PAGE_BYTES} THEN m.payload END AS payload
     FROM candidates c JOIN messages m ON m.id = c.id
     ORDER BY m.id ${order}`;
-}
-
-/** Arbitrary constant: the advisory lock that lets one process at a time build the index. */
-const INDEX_LOCK_KEY = 727_274_016;
-
-/**
- * Builds the (tenant_id, id) index on messages if it is missing or was left INVALID by a build
- * that died half-way. CONCURRENTLY and outside the migrations for the reason the payload index
- * is (src/retention/payload-index.ts): a plain CREATE INDEX in a migration blocks enqueue for the
- * whole build (seconds on millions of messages). The log works without it, scanning more. Under a
- * session advisory lock, so that a second process starting meanwhile does not drop the index the
- * first is building; that process just skips. Returns true when the index is valid now.
- */
-export async function ensureMessageLogIndex(sql: Sql): Promise<boolean> {
-  const connection = await sql.reserve();
-  try {
-    const [lock] = await connection<
-      { locked: boolean }[]
-    >`SELECT pg_try_advisory_lock(${INDEX_LOCK_KEY}) AS locked`;
-    if (!lock?.locked) return false;
-    try {
-      const [row] = await connection<{ valid: boolean | null }[]>`
-        SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(${MESSAGE_LOG_INDEX})) AS valid`;
-      if (row?.valid === true) return true;
-      if (row?.valid === false)
-        await connection.unsafe(`DROP INDEX CONCURRENTLY IF EXISTS ${MESSAGE_LOG_INDEX}`);
-      await connection.unsafe(
-        `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${MESSAGE_LOG_INDEX} ON messages (tenant_id, id)`,
-      );
-      return true;
-    } finally {
-      await connection`SELECT pg_advisory_unlock(${INDEX_LOCK_KEY})`;
-    }
-  } finally {
-    connection.release();
-  }
 }

@@ -10,7 +10,8 @@
 import type { TransactionSql } from 'postgres';
 import type { Sql } from '../db/connect.js';
 import { opsEventCtes } from '../ops-events/events.js';
-import { notifyOnCommit, requeueLocked } from './replay.js';
+import { wakeDispatchersOnCommit } from '../queue/wakeup.js';
+import { requeueLocked } from './replay.js';
 
 export interface ReplayProgress {
   matched: number;
@@ -80,7 +81,7 @@ export async function requeueInPacedBatches<Cursor>(
           UPDATE replay_audit SET replayed = replayed + ${requeued.length},
             skipped = skipped + ${read.read - requeued.length}, updated_at = now()
           WHERE id = ${plan.auditId}`;
-        if (requeued.length > 0) await notifyOnCommit(tx);
+        if (requeued.length > 0) await wakeDispatchersOnCommit(tx);
         return { ...read, requeued: requeued.length };
       });
       if (batch.read === 0) break;

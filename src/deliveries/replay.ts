@@ -8,13 +8,13 @@
  */
 import type { Executor, Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
-import { type Actor, recordAudit } from '../tenants/audit.js';
+import { unholdHeads } from '../queue/ordering.js';
+import { requeue } from '../queue/requeue.js';
+import { wakeDispatchersOnCommit } from '../queue/wakeup.js';
+import { type Actor, actorColumns, recordAudit } from '../tenants/audit.js';
 import { type TenantScope, tenantIs } from '../tenants/scope.js';
-import { releaseHeads } from './ordering.js';
-import { initialAt } from './queue-state.js';
-import { WAKEUP_CHANNEL } from './wakeup.js';
 
-/** Why a delivery cannot be replayed; the API maps `kind` to 404 or 409. */
+/** Why a delivery cannot be replayed; the API maps `kind` to 404, 409 or (too_many_runs) 429. */
 export class ReplayError extends Error {
   constructor(
     readonly kind:
@@ -22,7 +22,8 @@ export class ReplayError extends Error {
       | 'endpoint_not_found'
       | 'not_replayable'
       | 'endpoint_unavailable'
-      | 'payload_expired',
+      | 'payload_expired'
+      | 'too_many_runs',
     message: string,
   ) {
     super(message);
@@ -59,6 +60,11 @@ export interface NewAudit {
   state: ReplayState;
   /** Why, in the caller's words (a resend's `reason`); kept in the audit log. */
   reason?: string | undefined;
+  /**
+   * The trace of the request that started it (tracing on): every delivery it requeues is sent in
+   * that trace, its attempts linked to the message's original one (sql/0018).
+   */
+  traceparent?: string | null | undefined;
 }
 
 /**
@@ -69,11 +75,11 @@ export async function insertAudit(sql: Executor, audit: NewAudit): Promise<strin
   const id = newId('rpl_');
   await sql`
     INSERT INTO replay_audit (id, actor, actor_key_id, tenant_id, filter, dry_run, matched, replayed, skipped,
-                              state, finished_at)
+                              state, finished_at, traceparent)
     VALUES (${id}, ${audit.actor.keyName}, ${audit.actor.keyId}, ${audit.tenantId},
             ${sql.json(audit.filter as never)}, ${audit.dryRun}, ${audit.matched},
             ${audit.replayed}, ${audit.skipped}, ${audit.state},
-            ${audit.state === 'running' ? null : sql`now()`})`;
+            ${audit.state === 'running' ? null : sql`now()`}, ${audit.traceparent ?? null})`;
   await recordAudit(sql, audit.actor, {
     action: 'replay.started',
     resourceType: 'replay',
@@ -92,8 +98,8 @@ export async function insertAudit(sql: Executor, audit: NewAudit): Promise<strin
 /** A replay's progress; undefined when unknown or outside the scope. */
 export async function getAudit(sql: Sql, scope: TenantScope, id: string): Promise<AuditRow | undefined> {
   const [row] = await sql<AuditRow[]>`
-    SELECT id, actor, actor_key_id, tenant_id, created_at, updated_at, finished_at, state, filter, dry_run,
-      matched, replayed, skipped
+    SELECT id, ${actorColumns(sql, scope, { keyId: 'actor_key_id', name: 'actor', keyIdAs: 'actor_key_id', nameAs: 'actor' })},
+      tenant_id, created_at, updated_at, finished_at, state, filter, dry_run, matched, replayed, skipped
     FROM replay_audit WHERE id = ${id} AND ${tenantIs(sql, scope, 'tenant_id')}`;
   return row;
 }
@@ -117,31 +123,18 @@ export async function requeueLocked(
     ),
     previous AS (
       SELECT d.id, d.endpoint_id, d.message_id, d.status, d.attempt_count, d.dead_at, r.delay_ms,
-        CASE WHEN d.sequence IS NOT NULL THEN m.ordering_key END AS ordering_key, d.sequence
+        CASE WHEN d.sequence IS NOT NULL THEN m.ordering_key END AS ordering_key, d.sequence,
+        -- the replay's own trace, kept on its audit row (sql/0018); NULL with tracing off
+        (SELECT a.traceparent FROM replay_audit a WHERE a.id = ${auditId}) AS traceparent
       FROM deliveries d JOIN r ON r.id = d.id
-      -- Nothing left to send once the payload is erased (retention expiry or expunge).
+      -- Nothing left to send once the payload is erased (retention expiry or expunge). The share
+      -- lock makes an expunge under way wait for this requeue (and then cancel it), or this wait
+      -- for the expunge's commit and then see the erasure: never a queued row of an erased payload.
       JOIN messages m ON m.id = d.message_id AND m.payload_expired_at IS NULL
+      FOR SHARE OF m
     ),
-    queued AS (
-      INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at, attempt_count,
-                                  ordering_key, sequence, held)
-      -- parked instead when the endpoint's circuit is open (queue-state.ts): released with the rest.
-      -- A keyed one re-enters held, behind its key's head (released by sequence, ordering.ts).
-      SELECT p.id, p.endpoint_id, p.message_id,
-        CASE WHEN p.ordering_key IS NULL
-          THEN ${initialAt(tx, tx`p.endpoint_id`, tx`now() + p.delay_ms * interval '1 millisecond'`)}
-          ELSE 'infinity' END,
-        0, p.ordering_key, p.sequence, p.ordering_key IS NOT NULL FROM previous p
-      -- A failed row still queued keeps its place: a held one stays held, a keyed head (unheld)
-      -- is due again now, an unkeyed one at its paced time.
-      ON CONFLICT (delivery_id) DO UPDATE SET attempt_count = 0,
-        next_attempt_at = CASE WHEN delivery_queue.held THEN delivery_queue.next_attempt_at
-          WHEN excluded.held THEN ${initialAt(tx, tx`delivery_queue.endpoint_id`, tx`now()`)}
-          ELSE excluded.next_attempt_at END,
-        held = delivery_queue.held
-        WHERE delivery_queue.lease_expires_at IS NULL
-      RETURNING delivery_id, endpoint_id, ordering_key
-    ),
+    -- into the queue (src/queue/requeue.ts); a delivery in flight is left alone
+    queued AS (${requeue(tx, tx`previous`)}),
     logged AS (
       INSERT INTO replayed_deliveries (audit_id, delivery_id, previous_status, previous_attempt_count, previous_dead_at)
       SELECT ${auditId}, p.id, p.status, p.attempt_count, p.dead_at
@@ -153,18 +146,13 @@ export async function requeueLocked(
     FROM queued q WHERE d.id = q.delivery_id
     RETURNING d.id, q.endpoint_id, q.ordering_key`;
   // Second statement (fresh snapshot): a replayed keyed delivery whose key has no head becomes it.
-  await releaseHeads(
+  await unholdHeads(
     tx,
     requeued.flatMap((r) =>
       r.ordering_key === null ? [] : [{ endpointId: r.endpoint_id, orderingKey: r.ordering_key }],
     ),
   );
   return requeued.map((r) => r.id);
-}
-
-/** Wakes the dispatchers when the transaction commits (NOTIFY is delivered at commit, never on rollback). */
-export async function notifyOnCommit(tx: Executor): Promise<void> {
-  await tx`SELECT pg_notify(${WAKEUP_CHANNEL}, '')`;
 }
 
 interface ReplayableRow {
@@ -187,6 +175,7 @@ export async function replayDelivery(
   scope: TenantScope,
   id: string,
   actor: Actor,
+  traceparent: string | null = null,
 ): Promise<string> {
   return sql.begin(async (tx) => {
     const [row] = await tx<ReplayableRow[]>`
@@ -223,12 +212,13 @@ export async function replayDelivery(
       replayed: 1,
       skipped: 0,
       state: 'finished',
+      traceparent,
     });
     const requeued = await requeueLocked(tx, [{ id, delayMs: 0 }], auditId);
     // A dispatcher leased the failed delivery between our read and the requeue: it is being
     // sent right now. Throwing rolls the audit row back too.
     if (requeued.length === 0) throw new ReplayError('not_replayable', `delivery ${id} is in_flight`);
-    await notifyOnCommit(tx);
+    await wakeDispatchersOnCommit(tx);
     return auditId;
   });
 }
@@ -242,10 +232,19 @@ export interface ReplayRecord {
   previous_dead_at: Date | null;
 }
 
-/** A delivery's replays, oldest first: where each round of attempt numbers began. */
-export async function listReplaysOf(sql: Sql, deliveryId: string): Promise<ReplayRecord[]> {
+/**
+ * A delivery's replays, oldest first: where each round of attempt numbers began. The caller has
+ * already found the delivery in its scope; `scope` decides which actors it may see by name.
+ */
+export async function listReplaysOf(
+  sql: Sql,
+  scope: TenantScope,
+  deliveryId: string,
+): Promise<ReplayRecord[]> {
   return sql<ReplayRecord[]>`
-    SELECT r.audit_id, a.actor, r.replayed_at, r.previous_status, r.previous_attempt_count, r.previous_dead_at
+    SELECT r.audit_id,
+      ${actorColumns(sql, scope, { keyId: 'a.actor_key_id', name: 'a.actor', nameAs: 'actor' })},
+      r.replayed_at, r.previous_status, r.previous_attempt_count, r.previous_dead_at
     FROM replayed_deliveries r JOIN replay_audit a ON a.id = r.audit_id
     WHERE r.delivery_id = ${deliveryId}
     ORDER BY r.replayed_at, r.audit_id`;

@@ -8,15 +8,16 @@
  * batches, one short transaction each, like runReplay() (deliveries/bulk-replay.ts).
  */
 import type { Executor, Sql } from '../db/connect.js';
+import { shownStatus } from '../queue/read-state.js';
 import type { Actor } from '../tenants/audit.js';
-import { tenantIs } from '../tenants/scope.js';
+import { type TenantScope, tenantIs } from '../tenants/scope.js';
 import { type ReplayPace, requeueInPacedBatches } from './paced-requeue.js';
+import { insertAuditWithinLimit, type PacedRunLimit } from './paced-run-limit.js';
 import type { DeliveryStatus } from './read.js';
-import { insertAudit, ReplayError } from './replay.js';
+import { ReplayError } from './replay.js';
 
-export interface ResendFilter {
-  /** The caller's tenant scope; null: every tenant (the endpoint id names one). */
-  tenantId: string | null;
+/** The caller's tenant scope (tenantId null: every tenant; the endpoint id names one) and the range. */
+export interface ResendFilter extends TenantScope {
   endpointId: string;
   /** ISO 8601; bounds when the delivery was created (accepted): since inclusive, until exclusive. */
   since: string;
@@ -81,9 +82,7 @@ function matches(sql: Executor, filter: ResendFilter) {
         : sql`AND (m.event_type = ANY(${exact}::text[]) OR m.event_type LIKE ANY(${prefixes}::text[]))`
     }
     ${
-      filter.statuses === undefined
-        ? sql``
-        : sql`AND (CASE WHEN q.lease_expires_at IS NOT NULL THEN 'in_flight' ELSE d.status END) = ANY(${filter.statuses}::text[])`
+      filter.statuses === undefined ? sql`` : sql`AND ${shownStatus(sql)} = ANY(${filter.statuses}::text[])`
     }`;
 }
 
@@ -113,7 +112,14 @@ function auditFilter(filter: ResendFilter, reason: string | undefined): Record<s
 export async function planResend(
   sql: Sql,
   filter: ResendFilter,
-  options: { actor: Actor; dryRun: boolean; reason?: string | undefined },
+  options: {
+    actor: Actor;
+    dryRun: boolean;
+    reason?: string | undefined;
+    runLimit?: PacedRunLimit | undefined;
+    /** The request's trace (tracing on): the resend's attempts continue it, linked to their original. */
+    traceparent?: string | null | undefined;
+  },
 ): Promise<ResendPlan> {
   const [endpoint] = await sql<{ enabled: boolean; tenant_id: string }[]>`
     SELECT e.enabled, e.tenant_id FROM endpoints e
@@ -138,18 +144,23 @@ export async function planResend(
     ) s`;
   const matched = counts?.matched ?? 0;
   const finishedNow = options.dryRun || matched === 0;
-  const auditId = await insertAudit(sql, {
-    actor: options.actor,
-    // The endpoint's tenant, also when an admin asks: the tenant's own keys see the resend.
-    tenantId: endpoint.tenant_id,
-    filter: auditFilter(filter, options.reason),
-    dryRun: options.dryRun,
-    matched,
-    replayed: 0,
-    skipped: options.dryRun ? (counts?.queued ?? 0) + (counts?.expired ?? 0) : 0,
-    state: finishedNow ? 'finished' : 'running',
-    reason: options.reason,
-  });
+  const auditId = await insertAuditWithinLimit(
+    sql,
+    {
+      actor: options.actor,
+      // The endpoint's tenant, also when an admin asks: the tenant's own keys see the resend.
+      tenantId: endpoint.tenant_id,
+      filter: auditFilter(filter, options.reason),
+      dryRun: options.dryRun,
+      matched,
+      replayed: 0,
+      skipped: options.dryRun ? (counts?.queued ?? 0) + (counts?.expired ?? 0) : 0,
+      state: finishedNow ? 'finished' : 'running',
+      reason: options.reason,
+      traceparent: options.traceparent,
+    },
+    options.runLimit,
+  );
   return {
     auditId,
     dryRun: options.dryRun,

@@ -5,7 +5,7 @@
  */
 import type { Sql } from '../db/connect.js';
 import { MIN_PERCENTILE_SAMPLES } from '../endpoints/latency.js';
-import { ALL_TENANTS, type TenantScope, tenantIs } from '../tenants/scope.js';
+import { ALL_TENANTS, isUnrestricted, type TenantScope, tenantIs } from '../tenants/scope.js';
 
 export type CircuitState = 'closed' | 'half_open' | 'open';
 
@@ -40,9 +40,9 @@ interface SnapshotRow {
 /**
  * One statement for the whole snapshot.
  * - Queue counts scan delivery_queue, which holds only unsettled deliveries (the backlog). The
- *   status comes from the queue row alone, no join to deliveries: its attempt_count is 0 exactly
- *   until the first claim (a released claim gives the attempt back, a replay resets it), which
- *   is when deliveries.status leaves `pending`; a valid lease is `in_flight`.
+ *   status comes from the queue row alone, no join to deliveries: its attempt_count is 0 until
+ *   the first attempt that counts (a claim handed back and an uncharged attempt give it back, a
+ *   replay resets it: src/queue/); a valid lease is `in_flight`.
  * - The oldest delivery is the lowest queued id (ids are time-ordered): a walk of the primary
  *   key that stops at the first row, skipping only rows parked for disabled endpoints (they wait
  *   by design, and would keep the age alert firing until the endpoint is deleted).
@@ -51,10 +51,9 @@ interface SnapshotRow {
  */
 export async function readQueueSnapshot(sql: Sql, scope: TenantScope = ALL_TENANTS): Promise<QueueSnapshot> {
   // A tenant's share: its endpoints' queue rows (the metrics read everything, unscoped).
-  const inScope =
-    scope.tenantId === null
-      ? sql`true`
-      : sql`endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`;
+  const inScope = isUnrestricted(scope)
+    ? sql`true`
+    : sql`endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`;
   const [row] = await sql<SnapshotRow[]>`
     WITH queue AS (
       SELECT
@@ -108,10 +107,9 @@ export async function readRecentActivity(
   sql: Sql,
   scope: TenantScope = ALL_TENANTS,
 ): Promise<RecentActivity> {
-  const inScope =
-    scope.tenantId === null
-      ? sql`true`
-      : sql`endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`;
+  const inScope = isUnrestricted(scope)
+    ? sql`true`
+    : sql`endpoint_id IN (SELECT e.id FROM endpoints e WHERE ${tenantIs(sql, scope, 'e.tenant_id')})`;
   const [row] = await sql<
     { dead_letter: number; delivered: number; failed: number; avg_ms: number | null }[]
   >`

@@ -3,10 +3,12 @@
  * signature, the endpoint's own headers, hookpost-sequence for keyed ones) and the result the
  * completion writer stores. Pure functions, so the dispatcher keeps only the flow.
  */
-import type { ClaimedDelivery } from '../deliveries/claim.js';
-import type { CompletedAttempt } from '../deliveries/queue.js';
+
 import type { Decision } from '../deliveries/retry-policy.js';
+import type { ClaimedDelivery } from '../queue/claim.js';
+import type { CompletedAttempt } from '../queue/complete.js';
 import type { DispatchEndpoint } from './endpoint-cache.js';
+import { addLegacySignature } from './partner-credentials.js';
 import type { SendResult } from './sender.js';
 import { signatureHeader } from './signing.js';
 
@@ -24,11 +26,18 @@ export function attemptHeaders(
   };
   // Keyed deliveries carry their number within (endpoint, ordering key): gaps and stale events show.
   if (job.sequence !== null) headers['hookpost-sequence'] = job.sequence;
+  const credentials = endpoint.credentials;
+  if (credentials) {
+    // The Standard Webhooks headers above are always sent; a partner's old format goes beside them.
+    if (credentials.legacy) addLegacySignature(headers, credentials.legacy, timestamp, job.payload);
+    if (credentials.basic) headers.authorization = credentials.basic;
+  }
   return headers;
 }
 
 export function attemptRecord(
   job: ClaimedDelivery,
+  endpoint: Pick<DispatchEndpoint, 'inFlightLimited'>,
   startedAt: Date,
   result: SendResult,
   decision: Decision,
@@ -49,6 +58,8 @@ export function attemptRecord(
     snippet: result.snippet,
     status: decision.status,
     delayMs: decision.status === 'failed' ? decision.delayMs : 0,
+    charged: decision.status !== 'failed' || decision.charged,
     keyed: job.sequence !== null,
+    freesSlot: endpoint.inFlightLimited,
   };
 }

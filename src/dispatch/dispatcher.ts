@@ -3,38 +3,25 @@
  * writes results back in batches. No transaction is ever open during an HTTP call: a claim
  * commits before the first request, and results are written after the responses.
  */
-import type { Config } from '../config.js';
-import type { Sql } from '../db/connect.js';
-import { anyLimitedEndpoints, type ClaimedDelivery, claimBatch } from '../deliveries/claim.js';
-import { releaseClaims } from '../deliveries/queue.js';
-import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
-import type { SecretBox } from '../endpoints/secrets.js';
-import { errorFields, type Logger } from '../log.js';
-import type { HookpostMetrics } from '../metrics/registry.js';
+import { DatabaseOutages } from '../db/outage.js';
+import type { CircuitChange } from '../endpoints/lifecycle.js';
+import { errorFields } from '../log.js';
+import { anyLimitedEndpoints, type ClaimedDelivery, claimBatch } from '../queue/claim.js';
+import { releaseClaims } from '../queue/hand-back.js';
+import { WAKEUP_CHANNEL } from '../queue/wakeup.js';
 import { beforeDeadline } from '../util/deadline.js';
 import { AttemptRunner, type Job } from './attempt-runner.js';
+import { ClaimPacer } from './claim-pacer.js';
 import { CompletionWriter } from './completions.js';
+import { type DispatcherDeps, dispatcherSender } from './dispatcher-deps.js';
 import { EndpointCache } from './endpoint-cache.js';
+import { LeaseLedger } from './lease-ledger.js';
 import { LocalQueues } from './local-queues.js';
 import { startMaintenance } from './maintenance.js';
-import { type CircuitChange, createOutcomeHandler } from './outcomes.js';
-import { Sender } from './sender.js';
-import { UnansweredClaims } from './unanswered-claims.js';
+import { TokenCache } from './oauth-tokens.js';
+import { createOutcomeHandler } from './outcomes.js';
+import type { Sender } from './sender.js';
 import { WakeSignal } from './wake-signal.js';
-
-export interface DispatcherDeps {
-  sql: Sql;
-  /**
-   * The pool claims run on (default: `sql`): in production one whose plans are pinned to index
-   * and TID lookups (dispatch/pools.ts), because the claim's best plan depends on the queue's size.
-   */
-  claimSql?: Sql;
-  config: Config;
-  log: Logger;
-  secrets: SecretBox;
-  userAgent: string;
-  metrics?: HookpostMetrics;
-}
 
 /**
  * With due rows that this process cannot claim now, look again this soon (or when a slot frees
@@ -49,10 +36,13 @@ const CLAIM_RETRY_MAX_MS = 1000;
 /** A new rate or concurrency limit is honoured by claims within this long (ms). */
 const LIMITED_RECHECK_MS = 1000;
 
+export type { DispatcherDeps };
+
 export class Dispatcher {
   private readonly sender: Sender;
   private readonly endpoints: EndpointCache;
   private readonly completions: CompletionWriter;
+  private readonly pacer = new ClaimPacer();
   private readonly attempts: AttemptRunner;
   private readonly local: LocalQueues<Job>;
   private readonly signal = new WakeSignal();
@@ -65,33 +55,35 @@ export class Dispatcher {
   private idleResolvers: (() => void)[] = [];
   /** Whether limited endpoints exist (the claim's slower, locking path), re-checked each second. */
   private limited = { exists: true, checkedAt: 0 };
-  /** Claims that failed after they were sent: their rows may be leased to nobody. */
-  private readonly unanswered = new UnansweredClaims();
+  /** The rows this process holds by lease token: what it finds leased to it beyond them is stranded. */
+  private readonly leases: LeaseLedger;
+  private readonly outages: DatabaseOutages;
+  private readonly ownsOutages: boolean;
 
   constructor(private readonly deps: DispatcherDeps) {
     const { config } = deps;
-    this.sender = new Sender({
-      timeoutMs: config.requestTimeoutMs,
-      snippetBytes: config.responseSnippetBytes,
-      allowPrivateTargets: config.allowPrivateTargets,
-      connectionsPerOrigin: config.dispatchConcurrency,
-      userAgent: deps.userAgent,
-      dnsServers: config.dnsServers,
-      dnsMaxTtlSeconds: config.dnsMaxTtlSeconds,
-    });
-    this.endpoints = new EndpointCache(deps.sql, deps.secrets, deps.log);
-    this.completions = new CompletionWriter(
-      deps.sql,
-      deps.log,
-      createOutcomeHandler(deps.sql, config.policies.breaker, deps.log, (changes) =>
-        this.onCircuitChanges(changes),
-      ),
-      deps.metrics,
-      undefined,
-      undefined,
-      undefined,
-      config.opsEventsPerMinute,
+    this.leases = new LeaseLedger(config.leaseSeconds * 1000);
+    this.ownsOutages = deps.outages === undefined;
+    this.outages = deps.outages ?? new DatabaseOutages(deps.sql, deps.log);
+    const outcomes = createOutcomeHandler(deps.sql, config.policies.breaker, deps.log, (changes) =>
+      this.onCircuitChanges(changes),
     );
+    this.sender = dispatcherSender(deps);
+    this.endpoints = new EndpointCache(deps.sql, deps.secrets, deps.log);
+    this.completions = new CompletionWriter({
+      sql: deps.sql,
+      log: deps.log,
+      onWritten: (batch) => {
+        this.leases.settled(batch);
+        // A retry written here falls due with no NOTIFY: the claim loop wakes for it itself.
+        for (const r of batch) if (r.status === 'failed') this.signal.wakeAt(Date.now() + r.delayMs);
+        return outcomes.afterWrite(batch);
+      },
+      withFailures: outcomes.withFailures,
+      metrics: deps.metrics,
+      opsEventsPerMinute: config.opsEventsPerMinute,
+      outages: this.outages,
+    });
     this.attempts = new AttemptRunner({
       sql: deps.sql,
       config,
@@ -100,6 +92,9 @@ export class Dispatcher {
       endpoints: this.endpoints,
       completions: this.completions,
       policy: config.policies.retry,
+      tokens: new TokenCache(this.sender, deps.sql, deps.secrets),
+      metrics: deps.metrics,
+      tracing: deps.tracing,
     });
     // One endpoint may hold at most a quarter of this process's HTTP slots (at least 4), so a
     // partner that hangs until the timeout cannot starve the others.
@@ -109,6 +104,16 @@ export class Dispatcher {
   /** Keep up to two rounds of work locally so the HTTP slots never wait on a claim. */
   private get highWater(): number {
     return this.deps.config.dispatchConcurrency * 2;
+  }
+
+  /**
+   * One of this dispatcher's pool connections closed (connect()'s onClose): the server may be
+   * a new primary without this process's last results, so its stranded rows are looked for at
+   * the next claim.
+   */
+  connectionClosed(): void {
+    this.leases.reconnected();
+    this.signal.wake();
   }
 
   async start(): Promise<void> {
@@ -121,6 +126,7 @@ export class Dispatcher {
       this.deps.log,
       () => this.signal.wake(),
       this.deps.metrics,
+      this.outages,
     );
     this.loop = this.claimLoop();
   }
@@ -128,6 +134,7 @@ export class Dispatcher {
   private async claimLoop(): Promise<void> {
     const { config, log, sql } = this.deps;
     let failures = 0;
+    let logged = false;
     while (!this.stopping) {
       const { saturated, queuedElsewhere } = this.local.load();
       const room = this.highWater - queuedElsewhere - this.inFlight;
@@ -138,25 +145,31 @@ export class Dispatcher {
         continue;
       }
       try {
-        await this.unanswered.handBack(sql, log);
+        await this.leases.handBack(sql, log);
         const limitedEndpoints = await this.limitedEndpointsExist();
         const claimStartedAt = Date.now();
+        const leaseToken = this.leases.next();
         const { deliveries: claimed, nextDueAt: next } = await claimBatch(this.deps.claimSql ?? sql, {
           limit: want,
           leaseSeconds: config.leaseSeconds,
           saturated,
           perEndpointLimit: this.local.perEndpointLimit,
           limitedEndpoints,
-          leaseToken: this.unanswered.next(),
+          leaseToken,
         });
-        if (failures > 0) log.info({ failures }, 'claiming works again');
+        this.pacer.claimed(claimStartedAt, claimed.length);
+        if (logged) log.info({ failures }, 'claiming works again');
         failures = 0;
+        logged = false;
         if (claimed.length > 0) {
           // Until its rows are in the local queues, a failure (reading their endpoints) hands
           // them back by token; after that they are this process's to send.
           await this.enqueueLocal(claimed, claimStartedAt + config.leaseSeconds * 1000);
         }
-        this.unanswered.answered();
+        this.leases.answered(
+          leaseToken,
+          claimed.map((c) => c.id),
+        );
         // A full batch: there may be more due right now. A short one took what it could and says
         // when the next row is due: no second claim and no query of its own per wake-up at low
         // rates, where each round trip costs more than the rows it moves.
@@ -169,12 +182,19 @@ export class Dispatcher {
           // again soon, or as soon as a slot frees up.
           if (claimed.length > 0) continue;
           await this.waitForCapacity(BUSY_RECHECK_MS);
-        } else await this.signal.sleep(Math.min(untilDue, config.pollIntervalMs));
+        } else {
+          await this.signal.sleep(Math.min(untilDue, config.pollIntervalMs));
+          await this.linger(this.pacer.waitAfterWakeUp(Date.now()));
+        }
       } catch (error) {
-        this.unanswered.failed();
+        this.leases.failed();
         failures++;
-        // One line for the first failure, then at 2, 4, 8 …: an outage must not flood the log.
-        if ((failures & (failures - 1)) === 0) log.error({ ...errorFields(error), failures }, 'claim failed');
+        // An outage is the outage log's to report (once); other failures get one line for the
+        // first, then at 2, 4, 8 …
+        if (!this.outages.absorb(error, 'claim') && (failures & (failures - 1)) === 0) {
+          logged = true;
+          log.error({ ...errorFields(error), failures }, 'claim failed');
+        }
         await this.signal.sleep(Math.min(CLAIM_RETRY_MAX_MS, 50 * 2 ** failures));
       }
     }
@@ -185,6 +205,11 @@ export class Dispatcher {
       this.limited = { exists: await anyLimitedEndpoints(this.deps.sql), checkedAt: Date.now() };
     }
     return this.limited.exists;
+  }
+
+  /** Waits `ms` whatever wakes the claim loop meanwhile (claim-pacer.ts); not after a stop. */
+  private async linger(ms: number): Promise<void> {
+    if (ms > 0 && !this.stopping) await new Promise((resolve) => setTimeout(resolve, ms));
   }
 
   private async waitForCapacity(maxMs: number): Promise<void> {
@@ -203,7 +228,7 @@ export class Dispatcher {
 
   /**
    * A circuit this process just opened: its claimed deliveries still waiting here are handed
-   * back (parked by the queue-state rule, not charged) instead of being sent into the outage.
+   * back (parked by the queue's rule, src/queue/states.ts; not charged) instead of being sent into the outage.
    */
   private onCircuitChanges(changes: CircuitChange[]): void {
     const unsent = changes.filter((c) => c.to === 'open').flatMap((c) => this.local.remove(c.endpointId));
@@ -282,6 +307,7 @@ export class Dispatcher {
         'results could not be written before the deadline; those deliveries will be sent again',
       );
     await this.sender.close();
+    if (this.ownsOutages) this.outages.stop();
     log.info({ released, ms: Date.now() - started }, 'dispatcher stopped');
   }
 }

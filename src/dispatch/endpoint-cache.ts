@@ -13,6 +13,7 @@
  */
 import type { Sql } from '../db/connect.js';
 import type { RetryOverrides } from '../deliveries/retry-policy.js';
+import { openCredentials } from '../endpoints/credentials.js';
 import { openHeaders } from '../endpoints/headers.js';
 import { type SecretBox, SecretUnavailableError } from '../endpoints/secrets.js';
 import {
@@ -22,6 +23,7 @@ import {
   type SendingConfigRow,
 } from '../endpoints/sending-config.js';
 import type { Logger } from '../log.js';
+import { type SendingCredentials, sendingCredentials } from './partner-credentials.js';
 import { type SigningKey, signingKey } from './signing.js';
 
 /** The error class of attempts to an endpoint whose secrets cannot be decrypted. */
@@ -29,13 +31,24 @@ export const SECRET_UNAVAILABLE = 'secret_unavailable';
 
 export interface DispatchEndpoint {
   id: string;
+  /** For the attempt span's hookpost.tenant_id. */
+  tenantId: string;
   url: string;
+  /** Send the attempt's `traceparent` (tracing on); off by default. */
+  propagateTrace: boolean;
   headers: Record<string, string>;
   /** Signing keys, newest first: one `v1,` or `v1a,` signature each. */
   keys: SigningKey[];
   enabled: boolean;
+  /**
+   * The endpoint has a max_in_flight: a claim counts its leased queue rows, so a finished
+   * attempt frees its slot only once its result is written (written at once: completions.ts).
+   */
+  inFlightLimited: boolean;
   /** The endpoint's own retry settings, over the global policy (deliveries/retry-policy.ts policyFor). */
   retry: RetryOverrides;
+  /** `auth`, `tls`, `legacy_signature` ready to use; undefined for an endpoint with none. */
+  credentials: SendingCredentials | undefined;
   /** Set when a secret or header value cannot be decrypted: a payload-free reason. */
   unavailable: string | undefined;
 }
@@ -162,22 +175,37 @@ export class EndpointCache {
       retryBaseSeconds: row.retry_base_seconds,
       retryCapSeconds: row.retry_cap_seconds,
     };
-    const base = { id: row.id, url: row.url, enabled: row.enabled, retry };
+    const base = {
+      id: row.id,
+      tenantId: row.tenant_id,
+      url: row.url,
+      propagateTrace: row.propagate_trace,
+      enabled: row.enabled,
+      inFlightLimited: row.in_flight_limited,
+      retry,
+    };
     try {
       const keys = row.secrets.map((s) => signingKey(this.secrets.open(s)));
       const headers = openHeaders(this.secrets, row.headers);
-      return { endpoint: { ...base, headers, keys, unavailable: undefined }, expires: row.expires };
+      const credentials = sendingCredentials(openCredentials(this.secrets, row));
+      return {
+        endpoint: { ...base, headers, keys, credentials, unavailable: undefined },
+        expires: row.expires,
+      };
     } catch (error) {
       const reason =
         error instanceof SecretUnavailableError
-          ? `signing secret or header value cannot be decrypted: ${error.message}`
+          ? `signing secret, header value or credential cannot be decrypted: ${error.message}`
           : 'signing secret cannot be read';
       // The key id and endpoint only: never the stored value or anything decrypted from it.
       this.log?.error(
         { endpointId: row.id, keyId: error instanceof SecretUnavailableError ? error.keyId : null },
         'endpoint secret cannot be decrypted: its deliveries fail with secret_unavailable',
       );
-      return { endpoint: { ...base, headers: {}, keys: [], unavailable: reason }, expires: [] };
+      return {
+        endpoint: { ...base, headers: {}, keys: [], credentials: undefined, unavailable: reason },
+        expires: [],
+      };
     }
   }
 }

@@ -10,21 +10,38 @@
  */
 import { connect, type Sql } from '../db/connect.js';
 
+/** Connections each pool may open: results and maintenance; claims. */
+const RESULTS_POOL_MAX = 8;
+const CLAIMS_POOL_MAX = 2;
+
+/**
+ * The most connections a dispatcher opens beside its process's main pool: both pools, and the
+ * one postgres.js opens for LISTEN (the wake-ups and the endpoint cache share it).
+ * docs/deploying.md ("Connections to PostgreSQL") and compose.yaml are sized from it.
+ */
+export const DISPATCHER_CONNECTIONS = RESULTS_POOL_MAX + CLAIMS_POOL_MAX + 1;
+
 export interface DispatcherPools {
   sql: Sql;
   claimSql: Sql;
 }
 
-export function openDispatcherPools(url: string): DispatcherPools {
+/**
+ * `onConnectionClosed`: any connection of either pool closed (Dispatcher.connectionClosed, which
+ * looks for rows a failover stranded).
+ */
+export function openDispatcherPools(url: string, onConnectionClosed?: () => void): DispatcherPools {
   return {
     sql: connect(url, {
-      max: 8,
+      onClose: onConnectionClosed,
+      max: RESULTS_POOL_MAX,
       asyncCommit: true,
       genericPlans: true,
       applicationName: 'hookpost-dispatcher',
     }),
     claimSql: connect(url, {
-      max: 2,
+      onClose: onConnectionClosed,
+      max: CLAIMS_POOL_MAX,
       asyncCommit: true,
       genericPlans: true,
       lookupPlans: true,

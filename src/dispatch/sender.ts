@@ -4,17 +4,33 @@
  * by undici's stable `err.code` rather than by message text.
  */
 
-import { Agent } from 'undici';
+import { Agent, buildConnector } from 'undici';
 import { type AttemptOutcome, isRetryableStatus, parseRetryAfter } from '../deliveries/retry-policy.js';
 import { isPrivateAddress, isPrivateHost } from '../endpoints/targets.js';
+import { TracedReader, timedConnector } from '../tracing/http-timing.js';
+import type { AttemptSpan } from '../tracing/tracing.js';
 import { DnsCache } from './dns.js';
+import { PROXY_UNAVAILABLE, type ProxyConfig, proxyConnector } from './egress-proxy.js';
+import type { TlsMaterial } from './partner-credentials.js';
 import { ResponseReader } from './response-reader.js';
 
 export interface SendRequest {
   url: string;
   headers: Record<string, string>;
   body: Buffer;
+  /** The endpoint's private CA and client certificate; undefined: public CAs, no certificate. */
+  tls?: TlsMaterial | undefined;
+  /** How much of the answer to keep (a token response); default: the attempt log's snippet size. */
+  keepBytes?: number | undefined;
+  /** The attempt's span (tracing on): told the HTTP exchange's moments (tracing/http-timing.ts). */
+  trace?: AttemptSpan | undefined;
 }
+
+/**
+ * Connection pools kept for distinct TLS configurations (endpoints sharing one share a pool);
+ * past this many the least recently created one is closed, to be opened again when needed.
+ */
+const MAX_TLS_POOLS = 1000;
 
 export interface SendResult {
   outcome: AttemptOutcome;
@@ -36,6 +52,10 @@ export interface SenderOptions {
   dnsServers?: string[] | undefined;
   /** Longest a DNS answer is cached, whatever its TTL (HOOKPOST_DNS_MAX_TTL_SECONDS). */
   dnsMaxTtlSeconds?: number | undefined;
+  /** HOOKPOST_EGRESS_PROXY: every connection goes through this CONNECT proxy. */
+  egressProxy?: ProxyConfig | undefined;
+  /** Tracing is on: new connections record their DNS, TCP and TLS moments for attempt spans. */
+  timed?: boolean | undefined;
 }
 
 /** Maps an undici/Node error to a stable, payload-free class. */
@@ -48,6 +68,7 @@ export function classifyError(error: unknown, timedOut: boolean, aborted: boolea
   if (c === 'HOOKPOST_PRIVATE_TARGET' || cause === 'HOOKPOST_PRIVATE_TARGET') {
     return { kind: 'permanent', errorClass: 'private_address_blocked' };
   }
+  if (c === 'ERR_EGRESS_PROXY_UNAVAILABLE') return { kind: 'retryable', errorClass: PROXY_UNAVAILABLE };
   // undici refused the request itself (a header value stored before the API checked them):
   // every retry would fail the same way, so it is the endpoint's permanent problem.
   if (c === 'UND_ERR_INVALID_ARG') return { kind: 'permanent', errorClass: 'invalid_request' };
@@ -74,7 +95,13 @@ export function classifyError(error: unknown, timedOut: boolean, aborted: boolea
     HPE_INVALID_CONSTANT: 'protocol_error',
   };
   if (classes[c]) return { kind: 'retryable', errorClass: classes[c]! };
-  if (c.startsWith('ERR_TLS') || c.includes('CERT') || c.startsWith('ERR_SSL')) {
+  if (
+    c.startsWith('ERR_TLS') ||
+    c.includes('CERT') ||
+    c.startsWith('ERR_SSL') ||
+    c === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' ||
+    c === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY'
+  ) {
     return { kind: 'retryable', errorClass: 'tls_error' };
   }
   if (c.startsWith('HPE_')) return { kind: 'retryable', errorClass: 'protocol_error' };
@@ -130,31 +157,82 @@ function parseTarget(raw: string): Target {
   return target;
 }
 
+/**
+ * The attempt's error text: the class, and for a TLS failure the handshake's own code
+ * (`CERT_HAS_EXPIRED`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, a certificate-required alert), which
+ * tells an operator a wrong CA from a missing client certificate. Codes carry no payload.
+ */
+function errorText(errorClass: string, error: unknown): string {
+  // The proxy's own words: a status or a socket code, never a header of the request.
+  if (errorClass === PROXY_UNAVAILABLE || (error as { name?: string }).name === 'ProxyTargetError') {
+    return `${errorClass}: ${(error as Error).message}`;
+  }
+  if (errorClass !== 'tls_error') return errorClass;
+  const e = error as { code?: string; cause?: { code?: string } };
+  const code = e.cause?.code ?? e.code;
+  return code ? `tls_error: ${code}` : errorClass;
+}
+
 export class Sender {
   private readonly agent: Agent;
+  /** One pool per distinct TLS configuration, by TlsMaterial.key: connections are reused. */
+  private readonly tlsAgents = new Map<string, Agent>();
+  private readonly dns: DnsCache;
   private readonly inFlight = new Set<ResponseReader>();
   private aborting = false;
 
   constructor(private readonly options: SenderOptions) {
     // Every connection's name goes through the cache; with private targets refused, each answer
     // (cached or fresh, every address of it) is checked before undici may connect to it.
-    const dns = new DnsCache({
+    this.dns = new DnsCache({
       servers: options.dnsServers,
       timeoutMs: options.timeoutMs,
       maxTtlSeconds: options.dnsMaxTtlSeconds ?? 300,
       isBlocked: options.allowPrivateTargets ? undefined : isPrivateAddress,
     });
-    this.agent = new Agent({
-      connections: options.connectionsPerOrigin,
+    this.agent = this.createAgent(undefined);
+  }
+
+  /**
+   * A keep-alive pool. With TLS material its connections trust only the endpoint's CA (when one
+   * is given) and present its client certificate.
+   */
+  private createAgent(tls: TlsMaterial | undefined): Agent {
+    const proxy = this.options.egressProxy;
+    const tlsOptions = {
+      ...(tls?.ca && { ca: tls.ca }),
+      ...(tls?.cert && { cert: tls.cert, key: tls.privateKey }),
+    };
+    const connect = proxy
+      ? proxyConnector({ proxy, dns: this.dns, timeoutMs: this.options.timeoutMs, tls: tlsOptions })
+      : { timeout: this.options.timeoutMs, lookup: this.dns.lookup as never, ...tlsOptions };
+    return new Agent({
+      connections: this.options.connectionsPerOrigin,
       pipelining: 1,
       keepAliveTimeout: 30_000,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      connect: {
-        timeout: options.timeoutMs,
-        lookup: dns.lookup as never,
-      },
+      headersTimeout: this.options.timeoutMs,
+      bodyTimeout: this.options.timeoutMs,
+      // The same connector undici would build from the options, wrapped to time it when traced.
+      connect: !this.options.timed
+        ? connect
+        : timedConnector(typeof connect === 'function' ? connect : buildConnector(connect)),
     });
+  }
+
+  /** The pool for an attempt: the shared one, or the one of the endpoint's TLS configuration. */
+  private agentFor(tls: TlsMaterial | undefined): Agent {
+    if (!tls) return this.agent;
+    let agent = this.tlsAgents.get(tls.key);
+    if (!agent) {
+      if (this.tlsAgents.size >= MAX_TLS_POOLS) {
+        const [oldestKey, oldest] = this.tlsAgents.entries().next().value!;
+        this.tlsAgents.delete(oldestKey);
+        void oldest.close();
+      }
+      agent = this.createAgent(tls);
+      this.tlsAgents.set(tls.key, agent);
+    }
+    return agent;
   }
 
   /**
@@ -164,7 +242,8 @@ export class Sender {
    */
   async send(request: SendRequest): Promise<SendResult> {
     const started = performance.now();
-    const reader = new ResponseReader(this.options.snippetBytes);
+    const keep = request.keepBytes ?? this.options.snippetBytes;
+    const reader = request.trace ? this.tracedReader(keep, request) : new ResponseReader(keep);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -177,7 +256,7 @@ export class Sender {
         const blocked = { kind: 'permanent', errorClass: 'private_address_blocked' } as const;
         return this.result(started, blocked, null, 'private address');
       }
-      this.agent.dispatch(
+      this.agentFor(request.tls).dispatch(
         {
           origin: target.origin,
           path: target.path,
@@ -194,11 +273,21 @@ export class Sender {
     } catch (error) {
       const outcome = classifyError(error, timedOut, this.aborting);
       const errorClass = outcome.kind === 'success' ? '' : outcome.errorClass;
-      return this.result(started, outcome, null, errorClass);
+      return this.result(started, outcome, null, errorText(errorClass, error));
     } finally {
       clearTimeout(timer);
       this.inFlight.delete(reader);
     }
+  }
+
+  private tracedReader(keep: number, request: SendRequest): TracedReader {
+    let path = '';
+    try {
+      path = parseTarget(request.url).path;
+    } catch {
+      // send() reports the bad URL itself
+    }
+    return new TracedReader(keep, request.trace!, path);
   }
 
   /** Aborts every attempt in progress; each ends with the retryable class `shutdown`. */
@@ -216,7 +305,7 @@ export class Sender {
     return { outcome, durationMs: Math.round(performance.now() - started), snippet, error };
   }
 
-  close(): Promise<void> {
-    return this.agent.close();
+  async close(): Promise<void> {
+    await Promise.all([this.agent.close(), ...[...this.tlsAgents.values()].map((a) => a.close())]);
   }
 }

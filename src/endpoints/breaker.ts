@@ -6,8 +6,11 @@
  * closes the circuit and releases everything.
  */
 import type { Executor } from '../db/connect.js';
-import { disableEndpoints, park, release, sweepUnclaimable } from '../deliveries/queue-state.js';
 import { opsEventCtes } from '../ops-events/events.js';
+import { armProbes } from '../queue/probe.js';
+import { park, sweepUnclaimable, unpark } from '../queue/states.js';
+import { wakeDispatchersIfAny } from '../queue/wakeup.js';
+import { type CircuitChange, disableEndpoints } from './lifecycle.js';
 
 export interface BreakerPolicy {
   threshold: number;
@@ -68,7 +71,7 @@ export async function applyOutcomes(
   summaries: OutcomeSummary[],
   failedDeliveryIds: string[],
   policy: BreakerPolicy,
-): Promise<{ endpointId: string; from: string; to: string }[]> {
+): Promise<CircuitChange[]> {
   if (summaries.length === 0) return [];
   const rows = await sql<{ endpoint_id: string; old_state: string; state: string }[]>`
     WITH a AS (
@@ -76,13 +79,20 @@ export async function applyOutcomes(
                            ${summaries.map((s) => s.trailingFailures)}::int[], ${summaries.map((s) => s.failures)}::int[])
         AS t(endpoint_id, success_flag, trailing_failures, failures)
     ),
+    -- The circuits, locked in one order (two dispatchers' batches never wait on each other in a
+    -- cycle) and read as locked: a count committed by another dispatcher while this statement
+    -- waited is added to, not overwritten.
+    locked AS (
+      SELECT h.* FROM endpoint_health h WHERE h.endpoint_id IN (SELECT endpoint_id FROM a)
+      ORDER BY h.endpoint_id FOR UPDATE
+    ),
     calc AS (
       SELECT h.endpoint_id, h.state AS old_state, a.success_flag = 1 AS had_success, a.failures, a.trailing_failures,
         CASE WHEN a.success_flag = 1 THEN a.trailing_failures ELSE h.consecutive_failures + a.trailing_failures END AS consecutive,
         coalesce(h.probe_delivery_id = ANY(${failedDeliveryIds}::text[]), false) AS probe_failed,
         CASE WHEN h.p95_ms > ${SLOW_P95_MS} THEN greatest(1, ceil(${policy.threshold} / 2.0)::int)
              ELSE ${policy.threshold} END AS threshold
-      FROM endpoint_health h JOIN a ON a.endpoint_id = h.endpoint_id
+      FROM locked h JOIN a ON a.endpoint_id = h.endpoint_id
     ),
     decided AS (
       SELECT c.*, CASE
@@ -113,10 +123,10 @@ export async function applyOutcomes(
       FROM decided d WHERE h.endpoint_id = d.endpoint_id
       RETURNING h.endpoint_id, d.old_state, h.state
     ),
-    -- Opening (from closed, or a failed probe re-opening) parks the waiting rows; closing releases
-    -- the parked ones. Both are the queue-state transitions (deliveries/queue-state.ts).
+    -- Opening (from closed, or a failed probe re-opening) parks the waiting rows; closing unparks
+    -- them. Both are the queue's transitions (src/queue/states.ts).
     parked AS (${park(sql, sql`SELECT endpoint_id FROM changed WHERE state = 'open' AND old_state <> 'open'`)}),
-    released AS (${release(sql, sql`SELECT endpoint_id FROM changed WHERE state = 'closed' AND old_state <> 'closed'`)}),
+    unparked AS (${unpark(sql, sql`SELECT endpoint_id FROM changed WHERE state = 'closed' AND old_state <> 'closed'`)}),
     -- The operators hear of a circuit opening (from closed; a failed probe re-opening is not
     -- news) and closing, committed with the change (ops-events/events.ts).
     ${opsEventCtes(
@@ -127,21 +137,27 @@ export async function applyOutcomes(
           FROM changed
           WHERE (state = 'open' AND old_state = 'closed') OR (state = 'closed' AND old_state <> 'closed')`,
     )}
-    SELECT endpoint_id, old_state, state FROM changed WHERE old_state <> state`;
+    SELECT endpoint_id, old_state, state, ${wakeDispatchersIfAny(sql, sql`unparked`)} AS woken
+    FROM changed WHERE old_state <> state`;
   return rows.map((r) => ({ endpointId: r.endpoint_id, from: r.old_state, to: r.state }));
 }
 
 /**
  * Periodic work, safe to run in every dispatcher at once: releases exactly one probe for each
- * open circuit whose cooldown is over (or a half-open one whose probe went away), parks or
- * cancels rows that came back to the queue while their endpoint was changing state (the sweep),
- * and disables endpoints failing for longer than allowed. Returns the ids of endpoints that were
- * just disabled.
+ * open circuit whose cooldown is over (or a half-open one whose probe went away), parks, unparks
+ * or cancels rows left in a state their endpoint does not allow (the sweep), and disables
+ * endpoints failing for longer than allowed. Returns the ids of endpoints that were just
+ * disabled, and whether a row became due (a probe armed, a row unparked): only then is the claim
+ * loop woken, not at every tick.
  */
-export async function breakerTick(sql: Executor, policy: BreakerPolicy): Promise<string[]> {
+export async function breakerTick(
+  sql: Executor,
+  policy: BreakerPolicy,
+): Promise<{ disabled: string[]; madeDue: boolean }> {
   // The probe: the oldest waiting row becomes due (it may be parked), and only it is claimable
-  // while the circuit is half-open (the claim checks probe_delivery_id).
-  await sql`
+  // while the circuit is half-open (the claim checks probe_delivery_id). A half-open circuit whose
+  // probe left the queue (delivered, dead-lettered, cancelled) gets a new one.
+  const [probes] = await sql<{ armed: number }[]>`
     WITH due AS (
       SELECT h.endpoint_id FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id AND e.enabled
       WHERE (h.state = 'open' AND h.opened_at + make_interval(secs => h.cooldown_seconds) <= now())
@@ -149,20 +165,14 @@ export async function breakerTick(sql: Executor, policy: BreakerPolicy): Promise
                SELECT 1 FROM delivery_queue q WHERE q.delivery_id = h.probe_delivery_id))
       FOR UPDATE OF h SKIP LOCKED
     ),
-    probe AS (
-      SELECT d.endpoint_id,
-        (SELECT q.delivery_id FROM delivery_queue q
-         WHERE q.endpoint_id = d.endpoint_id AND q.lease_expires_at IS NULL AND NOT q.held
-         ORDER BY q.next_attempt_at LIMIT 1) AS delivery_id
-      FROM due d
-    ),
-    armed AS (
-      UPDATE delivery_queue q SET next_attempt_at = now() FROM probe p WHERE q.delivery_id = p.delivery_id
+    ${armProbes(sql, sql`due`)},
+    opened AS (
+      UPDATE endpoint_health h SET state = 'half_open', probe_delivery_id = p.delivery_id, updated_at = now()
+      FROM probe p WHERE h.endpoint_id = p.endpoint_id
     )
-    UPDATE endpoint_health h SET state = 'half_open', probe_delivery_id = p.delivery_id, updated_at = now()
-    FROM probe p WHERE h.endpoint_id = p.endpoint_id`;
-  await sweepUnclaimable(sql);
-  return disableEndpoints(
+    SELECT count(delivery_id)::int AS armed FROM probe`;
+  const swept = await sweepUnclaimable(sql);
+  const disabled = await disableEndpoints(
     sql,
     sql`
       SELECT h.endpoint_id AS id,
@@ -170,4 +180,5 @@ export async function breakerTick(sql: Executor, policy: BreakerPolicy): Promise
       FROM endpoint_health h
       WHERE h.failing_since < now() - make_interval(secs => ${policy.disableAfterSeconds})`,
   );
+  return { disabled, madeDue: (probes?.armed ?? 0) > 0 || swept.unparked > 0 };
 }

@@ -10,7 +10,7 @@ import { type SecretBox, SecretUnavailableError } from './secrets.js';
 export const MAX_HEADERS = 50;
 
 /** What the API shows for a value: the mask always starts with this. */
-const MASK_PREFIX = '••••••';
+export const MASK_PREFIX = '••••••';
 
 /** True for a value as GET shows it masked: PATCH sending it back keeps the stored value. */
 export function isMaskedHeaderValue(value: string): boolean {

@@ -8,6 +8,7 @@
  */
 import type { Sql } from '../db/connect.js';
 import { errorFields, type Logger } from '../log.js';
+import { mapSealed, type StoredCredentials } from './credentials.js';
 import type { SecretBox } from './secrets.js';
 
 export interface ResealResult {
@@ -86,7 +87,41 @@ async function resealHeaders(sql: Sql, box: SecretBox, result: ResealResult, sto
   }
 }
 
-/** One full pass over secrets and headers. Without a current key there is nothing to do. */
+/**
+ * `auth`, `tls` and legacy-signature secrets: rows with a sealed value not under the current key
+ * (found by a text search of the three columns, which only sealed values can match), each row
+ * written only if its three columns are still as read.
+ */
+async function resealCredentials(sql: Sql, box: SecretBox, result: ResealResult, stopped: () => boolean) {
+  const current = `v2:${box.currentKeyId}:`;
+  const sealedValue = '"(plain:|v1:|v2:)';
+  let after = '';
+  while (!stopped()) {
+    const rows = await sql<({ id: string } & StoredCredentials)[]>`
+      SELECT id, auth, tls, legacy_signature FROM endpoints
+      WHERE id > ${after} AND (auth IS NOT NULL OR tls IS NOT NULL OR legacy_signature IS NOT NULL)
+        AND replace(concat(auth::text, tls::text, legacy_signature::text), ${`"${current}`}, '') ~ ${sealedValue}
+      ORDER BY id LIMIT ${BATCH}`;
+    if (rows.length === 0) return;
+    after = rows.at(-1)!.id;
+    for (const row of rows) {
+      const { credentials, changed } = mapSealed(row, (sealed) =>
+        box.isCurrent(sealed) ? undefined : reseal(box, sealed, result),
+      );
+      if (changed === 0) continue;
+      const json = (v: object | null) => (v === null ? null : sql.json(v as never));
+      const updated = await sql`
+        UPDATE endpoints SET auth = ${json(credentials.auth)}, tls = ${json(credentials.tls)},
+          legacy_signature = ${json(credentials.legacy_signature)}
+        WHERE id = ${row.id} AND auth IS NOT DISTINCT FROM ${json(row.auth)}
+          AND tls IS NOT DISTINCT FROM ${json(row.tls)}
+          AND legacy_signature IS NOT DISTINCT FROM ${json(row.legacy_signature)}`;
+      if (updated.count > 0) result.resealed += changed;
+    }
+  }
+}
+
+/** One full pass over secrets, headers and credentials. Without a current key there is nothing to do. */
 export async function resealStoredSecrets(
   sql: Sql,
   box: SecretBox,
@@ -96,6 +131,11 @@ export async function resealStoredSecrets(
   if (box.currentKeyId === null) return result;
   await resealSigningSecrets(sql, box, result, stopped);
   await resealHeaders(sql, box, result, stopped);
+  await resealCredentials(sql, box, result, stopped);
+  // OAuth2 tokens are short-lived copies of what a token endpoint hands out: one sealed under an
+  // older key is dropped (and fetched again when needed) rather than re-sealed.
+  if (!stopped())
+    await sql`DELETE FROM endpoint_oauth_tokens WHERE NOT starts_with(access_token, ${`v2:${box.currentKeyId}:`})`;
   return result;
 }
 

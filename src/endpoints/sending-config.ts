@@ -3,16 +3,23 @@
  * endpoint sends with, still sealed, and the version that says whether a cached copy is current.
  */
 import type { Sql } from '../db/connect.js';
+import type { StoredCredentials } from './credentials.js';
 
 /** Bumped by the endpoints_config_version trigger (sql/0004); NOTIFY names the endpoint id. */
 export const ENDPOINT_CHANGED_CHANNEL = 'hookpost_endpoint_changed';
 
-export interface SendingConfigRow {
+/** `auth`, `tls`, `legacy_signature` as stored (secret fields sealed), NULL when unset. */
+export interface SendingConfigRow extends StoredCredentials {
   id: string;
+  tenant_id: string;
   url: string;
   /** Header values as stored: sealed (or `plain:`). */
   headers: Record<string, string>;
   enabled: boolean;
+  /** The endpoint has a max_in_flight (its leased queue rows are counted against it). */
+  in_flight_limited: boolean;
+  /** Send `traceparent` with its attempts (sql/0018). */
+  propagate_trace: boolean;
   /** Per-endpoint retry overrides (sql/0007); null: the global default. */
   max_attempts: number | null;
   retry_base_seconds: number | null;
@@ -31,7 +38,7 @@ export interface SendingConfigRow {
 export async function loadSendingConfig(sql: Sql, ids: string[]): Promise<SendingConfigRow[]> {
   if (ids.length === 0) return [];
   return sql<SendingConfigRow[]>`
-    SELECT e.id, e.url, e.headers, e.enabled, e.max_attempts, e.retry_base_seconds, e.retry_cap_seconds, e.config_version,
+    SELECT e.id, e.tenant_id, e.url, e.propagate_trace, e.headers, e.auth, e.tls, e.legacy_signature, e.enabled, e.max_in_flight IS NOT NULL AS in_flight_limited, e.max_attempts, e.retry_base_seconds, e.retry_cap_seconds, e.config_version,
       coalesce(array_agg(s.secret ORDER BY s.created_at DESC) FILTER (WHERE s.secret IS NOT NULL), '{}') AS secrets,
       coalesce(array_agg(coalesce(extract(epoch FROM s.expires_at) * 1000, 'Infinity')::float8 ORDER BY s.created_at DESC)
         FILTER (WHERE s.secret IS NOT NULL), '{}') AS expires

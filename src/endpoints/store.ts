@@ -1,118 +1,49 @@
 /** Endpoint rows: create, read, update, soft-delete and secret rotation. */
-import type { Sql } from '../db/connect.js';
-import {
-  cancelWaiting,
-  disableEndpoints,
-  enableEndpoints,
-  markCancelled,
-} from '../deliveries/queue-state.js';
+import type { Executor, Fragment, Sql } from '../db/connect.js';
+import type { CompiledFilter } from '../filters/jsonpath.js';
 import { newId } from '../ids.js';
 import { type TenantScope, tenantIs } from '../tenants/scope.js';
-import { applyHeadersPatch, type HeadersPatch, maskHeaders } from './headers.js';
+import { checkCredentialHeaders } from './credential-headers.js';
+import {
+  applyCredentialsPatch,
+  dropForNewOrigin,
+  isOriginChange,
+  NO_CREDENTIALS,
+  notSuppliedAgain,
+  type StoredCredentials,
+} from './credentials.js';
+import {
+  COLUMNS,
+  type Endpoint,
+  type EndpointInput,
+  type EndpointPatch,
+  type EndpointRow,
+  MAX_ACTIVE_SECRETS,
+  type SignatureScheme,
+  type SigningMaterial,
+  toEndpoint,
+  type UpdatedEndpoint,
+} from './endpoint-record.js';
+import { applyHeadersPatch } from './headers.js';
+import { deleteEndpoints, disableEndpoints, enableEndpoints } from './lifecycle.js';
 import { generateSecret, generateSigningKeyPair, type SecretBox } from './secrets.js';
+import { clientCertificateExpiry } from './tls-material.js';
 
-export type SignatureScheme = 'v1' | 'v1a';
+export {
+  type Endpoint,
+  type EndpointInput,
+  type EndpointPatch,
+  MAX_ACTIVE_SECRETS,
+  type SignatureScheme,
+  type SigningMaterial,
+  type UpdatedEndpoint,
+} from './endpoint-record.js';
 
-/** Active signing keys per endpoint, newest first; older ones beyond this expire at once. */
-export const MAX_ACTIVE_SECRETS = 3;
-
-export interface Endpoint {
-  id: string;
-  tenantId: string;
-  url: string;
-  description: string;
-  eventTypes: string[];
-  rateLimitPerSecond: number | null;
-  maxInFlight: number | null;
-  /** Per-endpoint retry overrides (null: the global HOOKPOST_* default). */
-  maxAttempts: number | null;
-  retryBaseSeconds: number | null;
-  retryCapSeconds: number | null;
-  /** Header names with masked values (maskValue): the values themselves are never read back. */
-  headers: Record<string, string>;
-  metadata: Record<string, unknown>;
-  enabled: boolean;
-  disabledReason: string | null;
-  signatureScheme: SignatureScheme;
-  /** The newest active `whpk_` public key of a v1a endpoint; null for v1. */
-  publicKey: string | null;
-  createdAt: Date;
-  updatedAt: Date;
+/** The `filter, filter_path` values of a filter (both NULL for none). */
+function filterColumns(tx: Executor, filter: CompiledFilter | null): Fragment {
+  if (filter === null) return tx`NULL::jsonb, NULL::jsonpath`;
+  return tx`${tx.json(filter.document as never)}::jsonb, ${filter.path}::jsonpath`;
 }
-
-export interface EndpointInput {
-  /** The tenant it belongs to; the route has made sure it exists. */
-  tenantId: string;
-  url: string;
-  description?: string | undefined;
-  eventTypes?: string[] | undefined;
-  rateLimitPerSecond?: number | null | undefined;
-  maxInFlight?: number | null | undefined;
-  maxAttempts?: number | null | undefined;
-  retryBaseSeconds?: number | null | undefined;
-  retryCapSeconds?: number | null | undefined;
-  headers?: Record<string, string> | undefined;
-  metadata?: Record<string, unknown> | undefined;
-  signatureScheme?: SignatureScheme | undefined;
-}
-
-/** `headers` merges (RFC 7396): a name set to null is removed, `null` for all removes every one. */
-export type EndpointPatch = Partial<Omit<EndpointInput, 'headers' | 'signatureScheme' | 'tenantId'>> & {
-  enabled?: boolean | undefined;
-  headers?: HeadersPatch | undefined;
-};
-
-/** What create and rotate hand out once: a v1 secret, or a v1a endpoint's public key. */
-export type SigningMaterial = { secret: string } | { publicKey: string };
-
-interface EndpointRow {
-  id: string;
-  tenant_id: string;
-  url: string;
-  description: string;
-  event_types: string[];
-  rate_limit_per_second: number | null;
-  max_in_flight: number | null;
-  max_attempts: number | null;
-  retry_base_seconds: number | null;
-  retry_cap_seconds: number | null;
-  headers: Record<string, string>;
-  metadata: Record<string, unknown>;
-  enabled: boolean;
-  disabled_reason: string | null;
-  signature_scheme: SignatureScheme;
-  public_key: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-function toEndpoint(row: EndpointRow, box: SecretBox): Endpoint {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    url: row.url,
-    description: row.description,
-    eventTypes: row.event_types,
-    rateLimitPerSecond: row.rate_limit_per_second,
-    maxInFlight: row.max_in_flight,
-    maxAttempts: row.max_attempts,
-    retryBaseSeconds: row.retry_base_seconds,
-    retryCapSeconds: row.retry_cap_seconds,
-    headers: maskHeaders(box, row.headers),
-    metadata: row.metadata,
-    enabled: row.enabled,
-    disabledReason: row.disabled_reason,
-    signatureScheme: row.signature_scheme,
-    publicKey: row.public_key,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-// The public key is read with the row: a scalar subquery on endpoint_secrets' primary key.
-const COLUMNS =
-  'id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight, max_attempts, retry_base_seconds, retry_cap_seconds, headers, metadata, enabled, disabled_reason, created_at, updated_at, signature_scheme, ' +
-  '(SELECT s.public_key FROM endpoint_secrets s WHERE s.endpoint_id = endpoints.id AND (s.expires_at IS NULL OR s.expires_at > now()) ORDER BY s.created_at DESC LIMIT 1) AS public_key';
 
 /** A new signing secret (v1) or key pair (v1a): what is stored sealed, and what is shown once. */
 function newSigningKey(scheme: SignatureScheme, box: SecretBox) {
@@ -128,6 +59,11 @@ function newSigningKey(scheme: SignatureScheme, box: SecretBox) {
   return { sealed: box.seal(secret), publicKey: null, shown: { secret } };
 }
 
+/** A jsonb parameter, or SQL NULL for an absent credential. */
+function jsonOrNull(sql: Executor, value: object | null) {
+  return value === null ? null : sql.json(value as never);
+}
+
 export class EndpointStore {
   constructor(
     private readonly sql: Sql,
@@ -137,20 +73,34 @@ export class EndpointStore {
   /**
    * Creates the endpoint and its first signing key in one transaction. Returns the endpoint and,
    * once, the v1 secret or the v1a public key (the v1a private key never leaves the database).
+   * `admit` runs first in that transaction (the tenant's lock and limits, tenants/limits.ts): what
+   * it throws rolls the create back.
    */
-  async create(input: EndpointInput): Promise<{ endpoint: Endpoint; signing: SigningMaterial }> {
+  async create(
+    input: EndpointInput,
+    options: { admit?: (tx: Executor) => Promise<void> } = {},
+  ): Promise<{ endpoint: Endpoint; signing: SigningMaterial }> {
     const id = newId('ep_');
     const scheme = input.signatureScheme ?? 'v1';
     const key = newSigningKey(scheme, this.secrets);
     const headers = applyHeadersPatch(this.secrets, {}, input.headers ?? {});
+    const credentials = applyCredentialsPatch(this.secrets, NO_CREDENTIALS, input.credentials ?? {});
+    checkCredentialHeaders(input.url, headers, credentials);
     const row = await this.sql.begin(async (tx) => {
+      await options.admit?.(tx);
       const [created] = await tx<EndpointRow[]>`
         INSERT INTO endpoints (id, tenant_id, url, description, event_types, rate_limit_per_second, max_in_flight,
-                               max_attempts, retry_base_seconds, retry_cap_seconds, headers, metadata, signature_scheme)
+                               max_attempts, retry_base_seconds, retry_cap_seconds, headers, metadata, signature_scheme,
+                               auth, tls, legacy_signature, client_certificate_expires_at, filter, filter_path,
+                               propagate_trace)
         VALUES (${id}, ${input.tenantId}, ${input.url}, ${input.description ?? ''}, ${input.eventTypes ?? []},
                 ${input.rateLimitPerSecond ?? null}, ${input.maxInFlight ?? null}, ${input.maxAttempts ?? null},
                 ${input.retryBaseSeconds ?? null}, ${input.retryCapSeconds ?? null},
-                ${tx.json(headers)}, ${tx.json((input.metadata ?? {}) as never)}, ${scheme})
+                ${tx.json(headers)}, ${tx.json((input.metadata ?? {}) as never)}, ${scheme},
+                ${jsonOrNull(tx, credentials.auth)}, ${jsonOrNull(tx, credentials.tls)},
+                ${jsonOrNull(tx, credentials.legacy_signature)},
+                ${clientCertificateExpiry(credentials.tls) ?? null}, ${filterColumns(tx, input.filter ?? null)},
+                ${input.propagateTrace ?? false})
         RETURNING ${tx.unsafe(COLUMNS)}`;
       await tx`INSERT INTO endpoint_secrets (endpoint_id, secret, public_key) VALUES (${id}, ${key.sealed}, ${key.publicKey})`;
       await tx`INSERT INTO endpoint_health (endpoint_id) VALUES (${id})`;
@@ -184,13 +134,23 @@ export class EndpointStore {
     return rows.map((row) => toEndpoint(row, this.secrets));
   }
 
-  /** Applies the given fields only. Re-enabling clears the disabled reason and resets the breaker. */
-  async update(scope: TenantScope, id: string, patch: EndpointPatch): Promise<Endpoint | undefined> {
+  /**
+   * Applies the given fields only. Re-enabling clears the disabled reason and resets the breaker.
+   * A `url` on another origin drops the stored credentials the same patch does not supply again
+   * (endpoints/credentials.ts dropForNewOrigin).
+   */
+  async update(scope: TenantScope, id: string, patch: EndpointPatch): Promise<UpdatedEndpoint | undefined> {
     return this.sql.begin(async (tx) => {
       const [current] = await tx<EndpointRow[]>`
         SELECT ${tx.unsafe(COLUMNS)} FROM endpoints
         WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} FOR UPDATE`;
       if (!current) return undefined;
+      // Moving to another origin: what the patch builds on has no secret of the old host.
+      const moved = isOriginChange(current.url, patch.url)
+        ? dropForNewOrigin(current, current.headers)
+        : { credentials: current as StoredCredentials, headers: current.headers, dropped: [] };
+      const droppedCredentials = notSuppliedAgain(moved.dropped, patch.headers, patch.credentials);
+      const credentials = applyCredentialsPatch(this.secrets, moved.credentials, patch.credentials ?? {});
       const set = {
         url: patch.url ?? current.url,
         description: patch.description ?? current.description,
@@ -204,48 +164,51 @@ export class EndpointStore {
         retry_cap_seconds:
           patch.retryCapSeconds === undefined ? current.retry_cap_seconds : patch.retryCapSeconds,
         // Merged in the locked row, sealed value by value; kept values are not re-read.
-        headers: applyHeadersPatch(this.secrets, current.headers, patch.headers),
+        headers: applyHeadersPatch(this.secrets, moved.headers, patch.headers),
         metadata: patch.metadata ?? current.metadata,
         enabled: patch.enabled ?? current.enabled,
+        propagate_trace: patch.propagateTrace ?? current.propagate_trace,
       };
+      checkCredentialHeaders(set.url, set.headers, credentials);
       const [row] = await tx<EndpointRow[]>`
         UPDATE endpoints SET
           url = ${set.url}, description = ${set.description}, event_types = ${set.event_types},
           rate_limit_per_second = ${set.rate_limit_per_second}, max_in_flight = ${set.max_in_flight},
           max_attempts = ${set.max_attempts}, retry_base_seconds = ${set.retry_base_seconds},
-          retry_cap_seconds = ${set.retry_cap_seconds},
+          retry_cap_seconds = ${set.retry_cap_seconds}, propagate_trace = ${set.propagate_trace},
           headers = ${tx.json(set.headers)}, metadata = ${tx.json(set.metadata as never)},
+          auth = ${jsonOrNull(tx, credentials.auth)}, tls = ${jsonOrNull(tx, credentials.tls)},
+          legacy_signature = ${jsonOrNull(tx, credentials.legacy_signature)},
+          client_certificate_expires_at = ${clientCertificateExpiry(credentials.tls) ?? null},
+          -- a new certificate is announced afresh when its own end comes near
+          certificate_warned_at = CASE WHEN client_certificate_expires_at
+            IS NOT DISTINCT FROM ${clientCertificateExpiry(credentials.tls) ?? null}::timestamptz
+            THEN certificate_warned_at END,
+          ${patch.filter === undefined ? tx`` : tx`(filter, filter_path) = (${filterColumns(tx, patch.filter)}),`}
           updated_at = now()
         WHERE id = ${id}
         RETURNING ${tx.unsafe(COLUMNS)}`;
-      // Enabling and disabling are queue-state transitions (deliveries/queue-state.ts): they also
-      // park or release the endpoint's queued deliveries and reset its breaker.
+      // Enabling and disabling are lifecycle transitions (lifecycle.ts): they also park or unpark
+      // the endpoint's queued deliveries, and enabling resets its breaker.
       if (set.enabled && !current.enabled) await enableEndpoints(tx, [id]);
       else if (!set.enabled && current.enabled)
         await disableEndpoints(tx, tx`SELECT ${id}::text AS id, 'disabled by API'::text AS reason`);
-      else return toEndpoint(row!, this.secrets);
+      else return { endpoint: toEndpoint(row!, this.secrets), droppedCredentials };
       const [changed] = await tx<EndpointRow[]>`SELECT ${tx.unsafe(COLUMNS)} FROM endpoints WHERE id = ${id}`;
-      return toEndpoint(changed!, this.secrets);
+      return { endpoint: toEndpoint(changed!, this.secrets), droppedCredentials };
     });
   }
 
   /**
-   * Soft delete: the endpoint disappears from the API and fan-out, its queued deliveries are
-   * cancelled, and its delivery history stays readable.
+   * Soft delete (lifecycle.ts deleteEndpoints): the endpoint disappears from the API and fan-out,
+   * its queued deliveries are cancelled, and its delivery history stays readable.
    */
   async delete(scope: TenantScope, id: string): Promise<boolean> {
-    return this.sql.begin(async (tx) => {
-      const rows = await tx`
-        UPDATE endpoints SET deleted_at = now(), enabled = false, disabled_reason = 'deleted', updated_at = now()
-        WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'tenant_id')} RETURNING id`;
-      if (rows.length === 0) return false;
-      // Waiting deliveries are cancelled now; those in flight are cancelled when they come back
-      // (deliveries/queue-state.ts, returnFate), unless they were delivered or dead-lettered.
-      await tx`
-        WITH dropped AS (${cancelWaiting(tx, tx`SELECT ${id}::text`)})
-        ${markCancelled(tx, tx`SELECT delivery_id FROM dropped`)}`;
-      return true;
-    });
+    const { ids } = await deleteEndpoints(
+      this.sql,
+      this.sql`id = ${id} AND ${tenantIs(this.sql, scope, 'tenant_id')}`,
+    );
+    return ids.length > 0;
   }
 
   /**

@@ -3,8 +3,9 @@
  * Called once per completion batch: counters move by the batch's tallies (one inc per label,
  * not one per attempt); only the histograms take one observation per attempt.
  */
-import type { CompletedAttempt } from '../deliveries/queue.js';
+
 import { idTimestampMs } from '../ids.js';
+import type { CompletedAttempt } from '../queue/complete.js';
 import type { HookpostMetrics } from './registry.js';
 
 /**

@@ -15,11 +15,17 @@ export const ATTEMPT_OUTCOMES = ['success', 'retryable', 'permanent'] as const;
 export interface HookpostMetrics {
   registry: Registry;
   deliveriesEnqueued: Counter;
+  /** Fan-out messages that reached no endpoint (metrics/unrouted.ts). */
+  messagesUnrouted: Counter;
+  /** Deliveries not created because the endpoint's content filter did not match (src/filters/). */
+  deliveriesFiltered: Counter<'target'>;
   enqueueRejected: Counter<'reason'>;
   deliveryAttempts: Counter<'outcome'>;
   attemptDuration: Histogram;
   deliveryLag: Histogram;
   deadLetters: Counter;
+  /** Attempts the egress proxy could not carry (handed back uncharged). */
+  proxyUnavailable: Counter;
   /** Retention pass counters and gauges (src/retention/metrics.ts). */
   retention: RetentionMetrics;
 }
@@ -57,6 +63,21 @@ export function createMetrics(database?: DatabaseGaugeOptions): HookpostMetrics 
       help: 'Deliveries queued by this process (one per message and target endpoint; repeats excluded).',
       registers,
     }),
+    messagesUnrouted: new Counter({
+      name: 'hookpost_messages_unrouted_total',
+      help:
+        'Fan-out messages accepted by this process that no endpoint subscribes to, so nothing is delivered ' +
+        '(no labels: tenants and event types are unbounded; GET /v1/pipeline has the per-tenant figure).',
+      registers,
+    }),
+    deliveriesFiltered: new Counter({
+      name: 'hookpost_deliveries_filtered_total',
+      help:
+        "Deliveries not created because the endpoint's content filter did not match the payload, by how the " +
+        'enqueue picked the endpoint (fan_out: by subscription; endpoint: named by endpoint_id).',
+      labelNames: ['target'],
+      registers,
+    }),
     enqueueRejected: new Counter({
       name: 'hookpost_enqueue_rejected_total',
       help: 'Enqueue requests refused, by error code (backlog_full, validation_failed, payload_too_large, ...).',
@@ -86,6 +107,11 @@ export function createMetrics(database?: DatabaseGaugeOptions): HookpostMetrics 
       help: 'Deliveries this process moved to dead_letter (retries exhausted or a permanent failure).',
       registers,
     }),
+    proxyUnavailable: new Counter({
+      name: 'hookpost_egress_proxy_unavailable_total',
+      help: 'Attempts not sent because HOOKPOST_EGRESS_PROXY was down or refused the tunnel (retried, not charged).',
+      registers,
+    }),
     retention: createRetentionMetrics(
       registry,
       database ? { sql: database.sql, maxAgeMs: database.maxAgeMs } : undefined,
@@ -95,5 +121,6 @@ export function createMetrics(database?: DatabaseGaugeOptions): HookpostMetrics 
   // have a series to work with before the first failure happens.
   for (const outcome of ATTEMPT_OUTCOMES) metrics.deliveryAttempts.inc({ outcome }, 0);
   metrics.enqueueRejected.inc({ reason: 'backlog_full' }, 0);
+  for (const target of ['fan_out', 'endpoint']) metrics.deliveriesFiltered.inc({ target }, 0);
   return metrics;
 }

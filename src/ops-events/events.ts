@@ -1,6 +1,6 @@
 /**
  * Operational events: hookpost's own events (`endpoint.disabled`, `endpoint.circuit_opened`,
- * `endpoint.circuit_closed`, `delivery.dead_lettered` and its per-minute summary,
+ * `endpoint.circuit_closed`, `endpoint.certificate_expiring`, `delivery.dead_lettered` and its per-minute summary,
  * `replay.finished`), enqueued as ordinary messages of the reserved tenant `hookpost` and fanned
  * out to its endpoints by event type like any enqueue. The rule is written once, here, as SQL
  * fragments (CTE lists) that the statement causing the event composes, so an event commits or
@@ -8,20 +8,12 @@
  * committed. Why and what it costs: docs/architecture.md ("Operational events").
  */
 import type { Executor, Fragment } from '../db/connect.js';
-import { initialAt } from '../deliveries/queue-state.js';
-import { WAKEUP_CHANNEL } from '../deliveries/wakeup.js';
+import { insertDeliveries, passesFilter, subscribedEndpoint } from '../deliveries/fan-out.js';
+import { wakeDispatchersAtCommit } from '../queue/wakeup.js';
 import { OPERATIONS_TENANT } from '../tenants/scope.js';
 
 /** HOOKPOST_OPS_EVENTS_PER_MINUTE's default: `delivery.dead_lettered` events per endpoint a minute. */
 export const DEFAULT_OPS_EVENTS_PER_MINUTE = 600;
-
-export type OpsEventType =
-  | 'endpoint.disabled'
-  | 'endpoint.circuit_opened'
-  | 'endpoint.circuit_closed'
-  | 'delivery.dead_lettered'
-  | 'delivery.dead_lettered.summary'
-  | 'replay.finished';
 
 /**
  * CTEs (to splice into a `WITH` list, after the caller's own; `name` prefixes them so one
@@ -36,39 +28,49 @@ export function opsEventCtes(sql: Executor, name: string, events: Fragment): Fra
   const n = (suffix: string) => sql(`${name}_${suffix}`);
   return sql`
     ${n('src')} AS (
+      SELECT id, type, doc, convert_to(doc::text, 'UTF8') AS payload FROM (
       SELECT hookpost_id('msg_') AS id, x.type,
-        convert_to(jsonb_build_object(
+        jsonb_build_object(
           'type', x.type,
           'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'data', jsonb_build_object('tenant_id', x.tenant_id, 'endpoint_id', x.endpoint_id) || coalesce(x.data, '{}')
-        )::text, 'UTF8') AS payload
+        ) AS doc
       FROM (
         SELECT ev.type, coalesce(ev.tenant_id, se.tenant_id) AS tenant_id, ev.endpoint_id, ev.data
         FROM (${events}) ev LEFT JOIN endpoints se ON se.id = ev.endpoint_id
       ) x
       WHERE x.tenant_id IS DISTINCT FROM ${OPERATIONS_TENANT}
         AND EXISTS (SELECT 1 FROM endpoints o WHERE o.tenant_id = ${OPERATIONS_TENANT} AND o.deleted_at IS NULL AND o.enabled)
+      ) built
     ),
     ${n('messages')} AS (
       INSERT INTO messages (id, tenant_id, producer, event_type, request_hash, payload)
       SELECT id, ${OPERATIONS_TENANT}, ${OPERATIONS_TENANT}, type, sha256(payload), payload FROM ${n('src')}
     ),
     ${n('targets')} AS (
-      -- The uncorrelated subquery runs once, and only when there is a target: dispatchers wake at
-      -- commit (NOTIFY is transactional) instead of at their next poll.
+      -- The enqueue's fan-out (deliveries/fan-out.ts), content filters included (the payload is
+      -- jsonb already here). The uncorrelated subquery runs once, and only when there is a target:
+      -- dispatchers wake at commit (NOTIFY is transactional) instead of at their next poll.
       SELECT hookpost_id('dlv_') AS id, s.id AS message_id, e.id AS endpoint_id,
-        (SELECT pg_notify(${WAKEUP_CHANNEL}, '')) AS woken
+        NULL::text AS ordering_key, NULL::bigint AS sequence, (SELECT ${wakeDispatchersAtCommit(sql)}) AS woken
       FROM ${n('src')} s JOIN endpoints e
-        ON hookpost_subscription_keys(e.tenant_id, e.event_types) && hookpost_event_match_keys(${OPERATIONS_TENANT}, s.type)
-        AND e.deleted_at IS NULL AND e.enabled AND e.tenant_id = ${OPERATIONS_TENANT}
+        ON ${subscribedEndpoint(sql, sql`${OPERATIONS_TENANT}::text`, sql`s.type`)} AND ${passesFilter(sql, sql`s.doc`)}
     ),
-    ${n('deliveries')} AS (
-      INSERT INTO deliveries (id, message_id, endpoint_id) SELECT id, message_id, endpoint_id FROM ${n('targets')}
-    ),
-    ${n('queued')} AS (
-      INSERT INTO delivery_queue (delivery_id, endpoint_id, message_id, next_attempt_at)
-      SELECT t.id, t.endpoint_id, t.message_id, ${initialAt(sql, sql`t.endpoint_id`, sql`now()`)} FROM ${n('targets')} t
-    )`;
+    ${insertDeliveries(sql, `${name}_`, sql`${n('targets')}`)}`;
+}
+
+/**
+ * The dead letters among `settled` (a CTE of updated deliveries with id, status, endpoint_id,
+ * message_id, attempt_count, last_status_code, last_error_class), shaped for
+ * deadLetterEventCtes (the completion and the reaper dead-letter in the same statement).
+ */
+export function deadLetterRows(sql: Executor, settled: Fragment): Fragment {
+  return sql`
+    SELECT x.id AS delivery_id, x.endpoint_id,
+      jsonb_build_object('message_id', x.message_id, 'event_type', m.event_type, 'attempts', x.attempt_count,
+                         'last_status_code', x.last_status_code, 'last_error_class', x.last_error_class) AS data
+    FROM ${settled} x JOIN messages m ON m.id = x.message_id
+    WHERE x.status = 'dead_letter'`;
 }
 
 /**

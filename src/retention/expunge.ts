@@ -1,12 +1,13 @@
 /**
  * Erasing one message's payload now (POST /v1/messages/{id}/expunge): the same erasure the
  * payload expiry does after HOOKPOST_PAYLOAD_RETENTION_DAYS, on request. Deliveries of it still
- * queued are cancelled, since there is nothing left to send; one in flight at that moment
- * finishes its attempt, but its lease is gone, so the result changes nothing and no retry follows.
+ * waiting are cancelled, since there is nothing left to send; one in flight at that moment
+ * finishes its attempt, and then leaves the queue (`cancelled` unless it was delivered, no retry)
+ * without a response snippet: whatever the partner echoed back of the payload is not kept.
  */
 import type { Sql } from '../db/connect.js';
-import { type OrderingKey, releaseHeads } from '../deliveries/ordering.js';
 import { newId } from '../ids.js';
+import { cancelExpungedDeliveries } from '../queue/expunge.js';
 import { actorOf, recordAudit } from '../tenants/audit.js';
 import { type Caller, tenantIs } from '../tenants/scope.js';
 
@@ -30,32 +31,22 @@ export async function expungeMessage(
       WHERE id = ${id} AND ${tenantIs(tx, caller, 'tenant_id')}
       RETURNING payload_expired_at, tenant_id`;
     if (!message) return undefined;
-    const [counts] = await tx<{ cancelled: number; snippets: number; keys: OrderingKey[] }[]>`
-      WITH unqueued AS (
-        DELETE FROM delivery_queue q USING deliveries d
-        WHERE d.message_id = ${id} AND q.delivery_id = d.id
-        RETURNING q.delivery_id, q.endpoint_id, q.ordering_key
-      ),
-      cancelled AS (
-        UPDATE deliveries d SET status = 'cancelled', updated_at = now()
-        FROM unqueued u WHERE d.id = u.delivery_id
-        RETURNING d.id
-      ),
-      snippets AS (
+    // The queue's transition (src/queue/expunge.ts): waiting deliveries are cancelled, those in
+    // flight marked; it waits for result writes under way, so the erasure below sees them.
+    const { cancelled } = await cancelExpungedDeliveries(tx, id);
+    const [erased] = await tx<{ snippets: number }[]>`
+      WITH snippets AS (
         UPDATE delivery_attempts a SET response_snippet = NULL
         FROM deliveries d
         WHERE d.message_id = ${id} AND a.delivery_id = d.id AND a.response_snippet IS NOT NULL
         RETURNING 1
       )
-      SELECT (SELECT count(*) FROM cancelled)::int AS cancelled, (SELECT count(*) FROM snippets)::int AS snippets,
-        (SELECT coalesce(json_agg(json_build_object('endpointId', endpoint_id, 'orderingKey', ordering_key)), '[]')
-         FROM unqueued WHERE ordering_key IS NOT NULL) AS keys`;
-    // A cancelled keyed delivery lets the next one of its key go (deliveries/ordering.ts).
-    await releaseHeads(tx, counts!.keys);
+      SELECT count(*)::int AS snippets FROM snippets`;
+    const counts = { cancelled, snippets: erased!.snippets };
     const auditId = newId('exp_');
     await tx`
       INSERT INTO message_expunges (id, message_id, actor, cancelled_deliveries, erased_snippets)
-      VALUES (${auditId}, ${id}, ${caller.keyName ?? caller.keyId}, ${counts!.cancelled}, ${counts!.snippets})`;
+      VALUES (${auditId}, ${id}, ${caller.keyName ?? caller.keyId}, ${counts.cancelled}, ${counts.snippets})`;
     // The general audit log links to the expunge record (no payload in either).
     await recordAudit(tx, actorOf(caller), {
       action: 'message.expunged',
@@ -64,15 +55,15 @@ export async function expungeMessage(
       tenantId: message.tenant_id,
       details: {
         expunge_id: auditId,
-        cancelled_deliveries: counts!.cancelled,
-        erased_snippets: counts!.snippets,
+        cancelled_deliveries: counts.cancelled,
+        erased_snippets: counts.snippets,
       },
     });
     return {
       messageId: id,
       payloadExpiredAt: message.payload_expired_at,
-      cancelledDeliveries: counts!.cancelled,
-      erasedSnippets: counts!.snippets,
+      cancelledDeliveries: counts.cancelled,
+      erasedSnippets: counts.snippets,
       auditId,
     };
   });

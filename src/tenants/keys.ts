@@ -4,7 +4,7 @@
  * `key_admin` with scope `admin`, kept in step with the configured token by ensureAdminKey().
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
 import { newId } from '../ids.js';
 import type { Scope } from './scope.js';
 
@@ -49,7 +49,7 @@ export interface NewKey {
 }
 
 /** Creates a key; the returned `key` is the only time its secret part exists outside the caller. */
-export async function createKey(sql: Sql, input: NewKey): Promise<{ apiKey: ApiKey; key: string }> {
+export async function createKey(sql: Executor, input: NewKey): Promise<{ apiKey: ApiKey; key: string }> {
   const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
   const id = newId('key_');
   const [row] = await sql<ApiKey[]>`
@@ -62,9 +62,10 @@ export async function createKey(sql: Sql, input: NewKey): Promise<{ apiKey: ApiK
       RETURNING ${sql.unsafe(KEY_COLUMNS)}
     ),
     bucket AS (
-      -- A limited key starts with a full bucket: one second's worth of items.
+      -- A limited key starts with a full bucket: one second's worth of items, at least one
+      -- (burstOf in rate-limit.ts).
       INSERT INTO api_key_buckets (key_id, tokens)
-      SELECT id, rate_limit_per_second FROM created WHERE rate_limit_per_second IS NOT NULL
+      SELECT id, greatest(rate_limit_per_second, 1) FROM created WHERE rate_limit_per_second IS NOT NULL
     )
     SELECT * FROM created`;
   return { apiKey: row!, key };
@@ -106,6 +107,13 @@ export async function revokeKey(sql: Sql, id: string): Promise<ApiKey | undefine
     UPDATE api_keys SET revoked_at = now() WHERE id = ${id} AND revoked_at IS NULL
     RETURNING ${sql.unsafe(KEY_COLUMNS)}`;
   return row;
+}
+
+/** Revokes every live key bound to the tenant, portal sessions included; returns how many. */
+export async function revokeTenantKeys(sql: Executor, tenantId: string): Promise<number> {
+  const rows = await sql`
+    UPDATE api_keys SET revoked_at = now() WHERE tenant_id = ${tenantId} AND revoked_at IS NULL RETURNING id`;
+  return rows.length;
 }
 
 /**

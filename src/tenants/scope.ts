@@ -2,7 +2,9 @@
  * The caller's scope: which tenant a request may see and change. Every query that reads or
  * changes endpoints, deliveries, dead letters, replays or the pipeline takes a TenantScope and
  * applies it with tenantIs(); routes never filter by tenant themselves. A key bound to a tenant
- * has `tenantId` set; an unbound key (the admin token, internal services) sees every tenant.
+ * has `tenantId` set; an unbound key (the admin token, internal services) sees every tenant,
+ * except that the reserved tenant `hookpost` exists only for admin keys and hookpost's own
+ * commands (`operations`): for every other key its rows are simply not there.
  */
 import type { Executor } from '../db/connect.js';
 
@@ -25,9 +27,16 @@ export const TENANT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export interface TenantScope {
   /** null: every tenant. */
   readonly tenantId: string | null;
+  /**
+   * Whether the reserved tenant `hookpost` (operational events: its endpoints carry Slack and
+   * PagerDuty URLs) is in scope: true for admin keys and the operator's CLI only. Required, so
+   * every scope built anywhere has to say.
+   */
+  readonly operations: boolean;
 }
 
-export const ALL_TENANTS: TenantScope = Object.freeze({ tenantId: null });
+/** Every tenant, the reserved one included: metrics, the operator's CLI. */
+export const ALL_TENANTS: TenantScope = Object.freeze({ tenantId: null, operations: true });
 
 /** Who is calling: the authenticated key, as the audit log names it. */
 export interface Caller extends TenantScope {
@@ -37,17 +46,27 @@ export interface Caller extends TenantScope {
   rateLimitPerSecond: number | null;
 }
 
-/** True when the caller holds `scope` (admin holds all). */
-export function hasScope(caller: Caller, scope: Scope): boolean {
-  return caller.scopes.has('admin') || caller.scopes.has(scope);
+/** No tenant at all (another tenant's id asked for by a bound key): every list is empty. */
+export const NO_TENANT: TenantScope = Object.freeze({ tenantId: '', operations: false });
+
+/** True when the scope holds every row (no tenant condition at all): admin and the operator's CLI. */
+export function isUnrestricted(scope: TenantScope): boolean {
+  return scope.tenantId === null && scope.operations;
 }
 
 /**
  * The SQL condition "this row's tenant column is in scope", for a column such as `e.tenant_id`.
- * For an unbound scope it is `true`, which the planner folds away.
+ * For an unrestricted scope it is `true`, which the planner folds away; an unbound key without
+ * `operations` gets every tenant but the reserved one (IS DISTINCT FROM: a NULL tenant, as on an
+ * admin's replay across tenants, is not the reserved one); a scope naming the reserved tenant
+ * without `operations` matches nothing.
  */
 export function tenantIs(sql: Executor, scope: TenantScope, column: string) {
-  return scope.tenantId === null ? sql`true` : sql`${sql(column)} = ${scope.tenantId}`;
+  if (scope.tenantId === null) {
+    return scope.operations ? sql`true` : sql`${sql(column)} IS DISTINCT FROM ${OPERATIONS_TENANT}`;
+  }
+  if (scope.tenantId === OPERATIONS_TENANT && !scope.operations) return sql`false`;
+  return sql`${sql(column)} = ${scope.tenantId}`;
 }
 
 /**
@@ -57,5 +76,5 @@ export function tenantIs(sql: Executor, scope: TenantScope, column: string) {
 export function narrowScope(scope: TenantScope, requested: string | undefined): TenantScope | undefined {
   if (requested === undefined) return scope;
   if (scope.tenantId !== null && scope.tenantId !== requested) return undefined;
-  return { tenantId: requested };
+  return { tenantId: requested, operations: scope.operations };
 }

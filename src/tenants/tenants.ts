@@ -1,5 +1,7 @@
 /** Tenant rows: create or update by the caller's own id, read with counts, list, soft delete. */
-import type { Sql } from '../db/connect.js';
+import type { Executor, Sql } from '../db/connect.js';
+import { deleteEndpoints } from '../endpoints/lifecycle.js';
+import { revokeTenantKeys } from './keys.js';
 import { type TenantScope, tenantIs } from './scope.js';
 
 export interface Tenant {
@@ -40,20 +42,31 @@ export async function putTenant(
   return { tenant, created };
 }
 
+/** Which of `ids` name a deleted tenant (one index probe each; no lock). */
+export async function deletedTenants(sql: Executor, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  // One tenant (every request of a tenant-bound key) as a plain equality: PostgreSQL planned the
+  // = ANY form anew on every call (~100 µs, more than the probe), and caches this one's plan.
+  const rows =
+    ids.length === 1
+      ? await sql<{ id: string }[]>`SELECT id FROM tenants WHERE id = ${ids[0]!} AND deleted_at IS NOT NULL`
+      : await sql<{ id: string }[]>`
+    SELECT id FROM tenants WHERE id = ANY(${ids}::text[]) AND deleted_at IS NOT NULL ORDER BY id`;
+  return rows.map((r) => r.id);
+}
+
 /**
- * Makes sure the named tenants exist (created, or brought back when deleted), for an endpoint
- * create or an enqueue that names a tenant for the first time. An existing live tenant costs an
- * index probe and no write.
+ * For a write that adds to a tenant (an endpoint create), inside its transaction: creates the
+ * tenant when it does not exist yet and locks its row until commit. A concurrent delete of the
+ * tenant (an UPDATE of that row) then waits and finds what this transaction adds, or committed
+ * first and is seen here: `deleted`, and the caller adds nothing. Concurrent adds to one tenant
+ * queue on the lock, so a count taken under it (a cap) cannot be raced past.
  */
-export async function ensureTenants(sql: Sql, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  // Like enqueue's: no ON CONFLICT DO UPDATE, which would lock a live tenant's row.
-  await sql`
-    WITH revived AS (
-      UPDATE tenants SET deleted_at = NULL, updated_at = now(), created_at = now()
-      WHERE id = ANY(${ids}::text[]) AND deleted_at IS NOT NULL
-    )
-    INSERT INTO tenants (id) SELECT DISTINCT unnest(${ids}::text[]) ON CONFLICT (id) DO NOTHING`;
+export async function lockTenant(tx: Executor, id: string): Promise<'live' | 'deleted'> {
+  await tx`INSERT INTO tenants (id) VALUES (${id}) ON CONFLICT (id) DO NOTHING`;
+  const [row] = await tx<{ deleted: boolean }[]>`
+    SELECT deleted_at IS NOT NULL AS deleted FROM tenants WHERE id = ${id} FOR UPDATE`;
+  return row!.deleted ? 'deleted' : 'live';
 }
 
 /** One tenant with its counts; undefined when unknown, deleted or outside the scope. */
@@ -87,34 +100,26 @@ export async function listTenants(
 }
 
 /**
- * Deletes a tenant: its endpoints are soft-deleted and their waiting deliveries cancelled, in one
- * transaction; the delivery history stays. Returns how many of each, or undefined when unknown.
- * Deliveries in flight finish their attempt; the engine's completion handles a deleted endpoint.
+ * Deletes a tenant: its endpoints are soft-deleted and their waiting deliveries cancelled, and
+ * its API keys and portal sessions revoked, in one transaction; the delivery history stays.
+ * Returns how many of each, or undefined when unknown. Deliveries in flight finish their attempt;
+ * the engine's completion handles a deleted endpoint. The keys stay revoked if the tenant is
+ * brought back (a PUT): whoever held them had access to the tenant that was deleted.
  */
 export async function deleteTenant(
   sql: Sql,
   scope: TenantScope,
   id: string,
-): Promise<{ endpoints: number; cancelled: number } | undefined> {
+): Promise<{ endpoints: number; cancelled: number; keysRevoked: number } | undefined> {
   return sql.begin(async (tx) => {
     const [tenant] = await tx`
       UPDATE tenants SET deleted_at = now(), updated_at = now()
       WHERE id = ${id} AND deleted_at IS NULL AND ${tenantIs(tx, scope, 'id')} RETURNING id`;
     if (!tenant) return undefined;
-    const [counts] = await tx<{ endpoints: number; cancelled: number }[]>`
-      WITH gone AS (
-        UPDATE endpoints SET deleted_at = now(), enabled = false, disabled_reason = 'deleted', updated_at = now()
-        WHERE tenant_id = ${id} AND deleted_at IS NULL RETURNING id
-      ),
-      dropped AS (
-        DELETE FROM delivery_queue WHERE endpoint_id IN (SELECT id FROM gone) AND lease_expires_at IS NULL
-        RETURNING delivery_id
-      ),
-      cancelled AS (
-        UPDATE deliveries SET status = 'cancelled', updated_at = now()
-        WHERE id IN (SELECT delivery_id FROM dropped) RETURNING id
-      )
-      SELECT (SELECT count(*)::int FROM gone) AS endpoints, (SELECT count(*)::int FROM cancelled) AS cancelled`;
-    return counts!;
+    // The endpoints' lifecycle transition: soft-deleted, their waiting deliveries cancelled.
+    const { ids, cancelled } = await deleteEndpoints(tx, tx`tenant_id = ${id}`);
+    // Seen by every API process within a second: their key caches last that long (api/auth.ts).
+    const keysRevoked = await revokeTenantKeys(tx, id);
+    return { endpoints: ids.length, cancelled, keysRevoked };
   });
 }

@@ -40,7 +40,9 @@ export type AssetTable = Record<string, string>;
 export function uiAssets(): AssetTable {
   const own = ['app.css', 'favicon.svg', 'api.js', 'dom.js', 'format.js', 'admin.js', 'views-pipeline.js'];
   own.push('views-endpoints.js', 'views-dead-letters.js', 'views-deliveries.js', 'latency-chart.js');
-  own.push('shell.js', 'portal.js', 'views-portal.js', 'views-resend.js');
+  own.push('shell.js', 'portal.js', 'views-resend.js', 'endpoint-editor.js', 'endpoint-fields.js');
+  own.push('endpoint-actions.js', 'endpoint-filter.js', 'endpoint-credentials.js', 'forms.css', 'views.css');
+  own.push('waiting.js');
   const table: AssetTable = Object.fromEntries(own.map((f) => [f, path.join(STATIC_DIR, f)]));
   const uplot = path.join(packageDir('uplot'), 'dist');
   table['uPlot.iife.min.js'] = path.join(uplot, 'uPlot.iife.min.js');

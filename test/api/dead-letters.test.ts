@@ -25,19 +25,20 @@ describe('GET /v1/dead-letters/analysis', () => {
   let t: Awaited<ReturnType<typeof createTestApp>>;
   let dispatcher: Dispatcher;
   const receivers: Receiver[] = [];
-  const ids: Record<'outage' | 'auth' | 'limited' | 'drip' | 'mixed', string> = {
+  const ids: Record<'outage' | 'auth' | 'limited' | 'drip' | 'mixed' | 'refused', string> = {
     outage: '',
     auth: '',
     limited: '',
     drip: '',
     mixed: '',
+    refused: '',
   };
 
-  async function endpointAnswering(handler: (n: number) => number): Promise<string> {
+  async function endpointAnswering(handler: (n: number) => number, query = '', extra = {}): Promise<string> {
     let n = 0;
     const receiver = await startReceiver((_req, res) => res.writeHead(handler(n++)).end());
     receivers.push(receiver);
-    return (await createEndpoint(t, receiver)).id;
+    return (await createEndpoint(t, `${receiver.url}${query}`, extra)).id;
   }
   const deadCount = async (endpointId: string) =>
     (
@@ -61,12 +62,22 @@ describe('GET /v1/dead-letters/analysis', () => {
       HOOKPOST_MAX_ATTEMPTS: '2',
       HOOKPOST_BREAKER_THRESHOLD: '100000',
     });
-    ids.outage = await endpointAnswering(() => 503);
+    // A partner's token in the query string: the analysis shows origin and path only.
+    ids.outage = await endpointAnswering(() => 503, '?token=s3cret', { description: 'orders service' });
     ids.auth = await endpointAnswering((n) => (n % 3 === 0 ? 403 : 401));
     ids.limited = await endpointAnswering(() => 429);
     ids.drip = await endpointAnswering(() => 500);
-    ids.mixed = await endpointAnswering((n) => (n % 2 === 0 ? 400 : 502));
-    const counts = { outage: 55, auth: 6, limited: 5, drip: 4, mixed: 6 };
+    // A third each of 400, 503 and 429, by payload (retries do not shift the mix).
+    const mixed = await startReceiver((_req, res, body) =>
+      res.writeHead([400, 503, 429][JSON.parse(body.toString()).i % 3]!).end(),
+    );
+    receivers.push(mixed);
+    ids.mixed = (await createEndpoint(t, mixed)).id;
+    // Nothing listens on this port: every attempt is connection_refused.
+    const closed = await startReceiver();
+    await closed.close();
+    ids.refused = (await createEndpoint(t, closed)).id;
+    const counts = { outage: 55, auth: 6, limited: 5, drip: 4, mixed: 6, refused: 3 };
     for (const [name, count] of Object.entries(counts)) {
       await enqueueMany(t.send, ids[name as keyof typeof ids], count);
     }
@@ -97,6 +108,10 @@ describe('GET /v1/dead-letters/analysis', () => {
     assert.equal(pattern(ids.limited), 'rate_limited');
     assert.equal(pattern(ids.drip), 'gradual_drip');
     assert.equal(pattern(ids.mixed), 'mixed');
+    // One error class, though no shape in time: it names the class, not "mixed".
+    assert.equal(pattern(ids.refused), 'unreachable');
+    assert.deepEqual(byEndpoint.get(ids.refused)?.error_counts, { connection_refused: 3 });
+    assert.match(String(byEndpoint.get(ids.refused)?.advice), /^Mostly connection_refused \(100%\)/);
     for (const e of byEndpoint.values()) assert.ok(typeof e.advice === 'string' && e.advice.length > 20);
   });
 
@@ -109,6 +124,12 @@ describe('GET /v1/dead-letters/analysis', () => {
     assert.equal(outage.dead_count, 55);
     assert.equal(outage.primary_error, 'http_503');
     assert.equal(outage.primary_status_code, 503);
+    assert.deepEqual(outage.error_counts, { http_503: 55 });
+    assert.equal(outage.endpoint_description, 'orders service');
+    const [stored] = await db.sql<{ url: string }[]>`SELECT url FROM endpoints WHERE id = ${ids.outage}`;
+    assert.match(stored!.url, /\?token=s3cret$/);
+    assert.equal(outage.endpoint_url, stored!.url.replace(/\?.*$/, ''));
+    assert.doesNotMatch(JSON.stringify(body), /s3cret/);
     assert.equal(outage.avg_attempts, 2, 'retried up to HOOKPOST_MAX_ATTEMPTS');
     assert.ok(Date.parse(outage.first_dead_at) <= Date.parse(outage.last_dead_at));
     assert.ok(Date.now() - Date.parse(outage.last_dead_at) < 60_000);
@@ -117,10 +138,12 @@ describe('GET /v1/dead-letters/analysis', () => {
     assert.equal(auth.avg_attempts, 1, 'a 401 is not retried');
     const limited = body.endpoints.find((e: { endpoint_id: string }) => e.endpoint_id === ids.limited);
     assert.equal(limited.primary_error, 'http_429');
-    // Within 24 h only the drip's most recent dead letter is left: one is no pattern.
+    // Within 24 h only the drip's most recent dead letter is left: no shape in time, but its
+    // class (a 500) still says what it is.
     const drip = body.endpoints.find((e: { endpoint_id: string }) => e.endpoint_id === ids.drip);
     assert.equal(drip.dead_count, 1);
-    assert.equal(drip.pattern, 'mixed');
+    assert.equal(drip.pattern, 'server_errors');
+    assert.equal(drip.endpoint_description, null, 'no description given');
   });
 
   it('takes its pattern thresholds from HOOKPOST_DLQ_* (an operator may call 55 in an hour normal)', async () => {
@@ -128,8 +151,8 @@ describe('GET /v1/dead-letters/analysis', () => {
     const res = await tuned.send('GET', `/v1/dead-letters/analysis?hours=96&endpoint_id=${ids.outage}`);
     const [outage] = (await res.json()).endpoints;
     assert.equal(outage.dead_count, 55);
-    assert.notEqual(outage.pattern, 'outage_cluster');
-    // No longer an outage by the numbers, but every one is a 503: the advice names it.
+    assert.equal(outage.pattern, 'server_errors');
+    // No longer an outage by the numbers, but every one is a 503: the pattern and advice say so.
     assert.match(outage.advice, /^Mostly http_503 \(100%\): the partner's server fails/);
   });
 

@@ -90,6 +90,7 @@ describe('documented responses match real ones', () => {
     await check('GET', '/v1/endpoints/slow', '/v1/endpoints/slow?p95_ms=0');
     await check('POST', '/v1/endpoints/{id}/rotate-secret', `/v1/endpoints/${ep.id}/rotate-secret`);
     await check('POST', '/v1/endpoints/{id}/test-event', `/v1/endpoints/${ep.id}/test-event`);
+    await check('POST', '/v1/endpoints/{id}/close-circuit', `/v1/endpoints/${ep.id}/close-circuit`);
 
     const good = await (
       await check('POST', '/v1/deliveries', '/v1/deliveries', {

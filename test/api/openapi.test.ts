@@ -108,6 +108,15 @@ describe('openapi document', () => {
       'payload',
     ]);
     assert.ok(enqueue.parameters.some((p: Param) => p.in === 'header' && p.name === 'Idempotency-Key'));
+    for (const refused of [enqueue, doc.paths['/v1/deliveries/batch'].post]) {
+      for (const status of ['429', '503']) {
+        assert.ok(refused.responses[status].headers['retry-after'], `${status} says when to come back`);
+        assert.equal(
+          refused.responses[status].content['application/json'].schema.$ref,
+          '#/components/schemas/Error',
+        );
+      }
+    }
 
     const replay = doc.paths['/v1/dead-letters/replay'].post.requestBody.content['application/json'].schema;
     assert.equal(replay.properties.status_code.minimum, 100);

@@ -59,6 +59,7 @@ describe('GET /v1/pipeline', () => {
       oldest_pending_age_seconds: 0,
       avg_delivery_ms_last_hour: null,
       open_circuits: 0,
+      unrouted_last_hour: 0,
     });
   });
 

@@ -128,7 +128,7 @@ describe('replay', () => {
     const audit = await finished(body.audit_id);
     assert.equal(audit.actor, 'admin');
     assert.equal(audit.dry_run, false);
-    assert.deepEqual([audit.matched, audit.replayed, audit.skipped], [5, 5, 0]);
+    assert.deepEqual([audit.kind, audit.matched, audit.replayed, audit.skipped], ['replay', 5, 5, 0]);
     assert.equal(audit.filter.endpoint_id, epA);
     assert.equal(audit.filter.status_code, 503);
 

@@ -135,7 +135,7 @@ describe('resend', () => {
       ],
       [true, 'finished', 6, 0, 1, 1],
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // Finished when it answers, so nothing runs after it: no wait needed to see that it changed nothing.
     assert.deepEqual(await snapshot(), beforeRun);
     const [audit] =
       await db.sql`SELECT dry_run, state, replayed FROM replay_audit WHERE id = ${body.audit_id}`;
@@ -171,8 +171,15 @@ describe('resend', () => {
     await waitFor('the resent ones settled', async () =>
       (await statusOf(expected.filter((id) => id !== dead))).every((s) => s === 'delivered'),
     );
-    // Give a duplicate time to show, then count: each once, nothing outside the range, nothing skipped.
-    await new Promise((r) => setTimeout(r, 500));
+    // Once nothing of the endpoint is queued but the delivery waiting an hour for its retry (and
+    // nothing in flight), no further request can come: count each once, nothing outside the
+    // range, nothing skipped.
+    await waitFor('nothing else queued or in flight', async () => {
+      const rows = await db.sql<{ id: string; leased: boolean }[]>`
+        SELECT delivery_id AS id, lease_expires_at IS NOT NULL AS leased FROM delivery_queue
+        WHERE endpoint_id = ${endpoint}`;
+      return rows.length === 1 && rows[0]!.id === waiting && !rows[0]!.leased;
+    });
     for (const [id, s] of sent) {
       const extra = received(s.message).length - countBefore.get(id)!;
       assert.equal(extra, expected.includes(id) ? 1 : 0, `${id} (${s.raw}) sent ${extra} more times`);
@@ -207,6 +214,10 @@ describe('resend', () => {
     assert.equal(entry.action, 'replay.started');
     assert.equal(entry.actor_key_id, partner.id);
     assert.equal(entry.details.reason, 'partner restored a backup from yesterday');
+    // A resend is called a resend: its progress counts `resent`, in the audit log and on its own.
+    assert.deepEqual(entry.replay, { kind: 'resend', state: 'finished', matched: 6, resent: 4, skipped: 2 });
+    const progress = await (await partner.send('GET', `/v1/dead-letters/replays/${body.audit_id}`)).json();
+    assert.deepEqual([progress.kind, progress.resent, progress.replayed], ['resend', 4, undefined]);
     // Each resent delivery shows the round in its replays.
     const shown = await (await partner.send('GET', `/v1/deliveries/${expected[0]}`)).json();
     assert.equal(shown.replays.at(-1).audit_id, body.audit_id);

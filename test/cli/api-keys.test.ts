@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
-import { runHookpost } from './process.js';
+import { runHookpost, UNUSED_DATA_DIR } from './process.js';
 
 describe('hookpost api-keys', () => {
   let db: TestDatabase;
@@ -12,7 +12,7 @@ describe('hookpost api-keys', () => {
   before(async () => {
     db = await createTestDatabase();
     t = await createTestApp(db);
-    env = { DATABASE_URL: db.url, HOOKPOST_DATA_DIR: '/tmp/hookpost-unused' };
+    env = { DATABASE_URL: db.url, HOOKPOST_DATA_DIR: UNUSED_DATA_DIR };
   });
   after(async () => {
     await db.drop();

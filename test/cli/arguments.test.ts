@@ -30,6 +30,7 @@ describe('CLI arguments for replay', () => {
     assert.throws(() => replayFilterFromArgs({ endpoint: 'ep_1', since: '1h', until: '2h' }, now), /--until/);
     assert.deepEqual(replayFilterFromArgs({ endpoint: 'ep_1', since: '1d', limit: '10' }, now), {
       tenantId: null,
+      operations: true,
       endpointId: 'ep_1',
       since: '2026-05-09T12:00:00.000Z',
       until: undefined,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createTestDatabase, type TestDatabase, waitFor } from '../helpers.js';
-import { freePort, type HookpostProcess, runHookpost } from './process.js';
+import { freePort, type HookpostProcess, runHookpost, UNUSED_DATA_DIR } from './process.js';
 
 const SECRET = `whsec_${Buffer.from('listen-test-secret-24byt').toString('base64')}`;
 
@@ -58,6 +58,85 @@ describe('hookpost listen', () => {
     assert.match(bad.output(), /--secret must be the endpoint's secret/);
     assert.match(bad.output(), /Usage: hookpost listen/);
     assert.doesNotMatch(bad.output(), /Commands:/);
+  });
+});
+
+describe('hookpost listen --status, --delay-ms and hookpost-sequence', () => {
+  let listener: HookpostProcess;
+  let url: string;
+  before(async () => {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}/`;
+    listener = runHookpost(
+      ['listen', '--port', String(port), '--secret', SECRET, '--status', '503', '--delay-ms', '300'],
+      {},
+    );
+    await listener.waitForOutput(`receiving webhooks on ${url}`);
+  });
+  after(async () => {
+    if (listener) assert.equal(await listener.stop('SIGINT'), 0, listener.output());
+  });
+
+  it('answers with the status asked for, after the delay, and prints the sequence number', async () => {
+    assert.match(listener.output(), /answering 503 after 300 ms; Ctrl-C stops/);
+    const body = '{"type":"order.created"}';
+    const now = new Date();
+    const started = Date.now();
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': 'msg_listen_seq',
+        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'webhook-signature': new Webhook(SECRET).sign('msg_listen_seq', now, body),
+        'hookpost-sequence': '7',
+      },
+      body,
+    });
+    assert.equal(res.status, 503);
+    assert.ok(Date.now() - started >= 290, 'answered after the delay');
+    const out = await listener.waitForOutput(/msg_listen_seq.*\n/);
+    assert.match(
+      out,
+      /msg_listen_seq {2}order\.created {2}seq 7 {2}verified {2}24 bytes {2}answered 503 after 300 ms/,
+    );
+  });
+
+  it('refuses options that cannot work, with its help (exit 2)', async () => {
+    for (const [args, message] of [
+      [['--status', '99'], /--status must be a whole number from 200 to 599/],
+      [['--delay-ms', '1.5'], /--delay-ms must be a whole number/],
+      [['--secret', SECRET, '--subscribe', 'a'], /--secret and --subscribe do not go together/],
+      [['--api', 'http://127.0.0.1:1'], /--api goes with --subscribe/],
+      [['--secret', ''], /--secret is empty/],
+    ] as const) {
+      const bad = runHookpost(['listen', ...args], {});
+      assert.equal(await bad.exited, 2, bad.output());
+      assert.match(bad.output(), message);
+      assert.match(bad.output(), /Usage: hookpost listen/);
+    }
+  });
+
+  it('--subscribe without a token or a running hookpost says what to do (never waits)', async () => {
+    const noToken = runHookpost(['listen', '--port', String(await freePort()), '--subscribe', 'a'], {
+      HOOKPOST_DATA_DIR: UNUSED_DATA_DIR,
+    });
+    assert.equal(await noToken.exited, 2, noToken.output());
+    assert.match(noToken.output(), /needs hookpost's admin token.*HOOKPOST_ADMIN_TOKEN/);
+    const noServer = runHookpost(
+      [
+        'listen',
+        '--port',
+        String(await freePort()),
+        '--subscribe',
+        'a',
+        '--api',
+        `http://127.0.0.1:${await freePort()}`,
+      ],
+      { HOOKPOST_ADMIN_TOKEN: 'listen-test-token-0123456789' },
+    );
+    assert.equal(await noServer.exited, 1, noServer.output());
+    assert.match(noServer.output(), /cannot reach hookpost at http:\/\/127\.0\.0\.1:\d+: is it running\?/);
   });
 });
 

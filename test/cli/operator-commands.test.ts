@@ -43,7 +43,9 @@ describe('hookpost dead-letters and hookpost replay', () => {
       HOOKPOST_POLL_INTERVAL_MS: '50',
     });
     receiver = await startReceiver((_req, res) => res.writeHead(state.status).end());
-    endpointId = (await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json()).id;
+    // A token in the query string, as some partners hand out: the analysis must not print it.
+    const url = `${receiver.url}?token=s3cret-token`;
+    endpointId = (await (await t.send('POST', '/v1/endpoints', { url, description: 'crm hooks' })).json()).id;
     await enqueueMany(t.send, endpointId, 3);
     await waitFor(
       '3 dead letters',
@@ -59,10 +61,13 @@ describe('hookpost dead-letters and hookpost replay', () => {
   it('dead-letters prints the analysis as a table with advice', async () => {
     const { code, output } = await run(['dead-letters', '--hours', '24']);
     assert.equal(code, 0, output);
-    assert.match(output, /ENDPOINT\s+DEAD\s+PATTERN\s+ERROR\s+STATUS/);
+    assert.match(output, /ENDPOINT\s+URL\s+DESCRIPTION\s+DEAD\s+PATTERN\s+ERROR\s+STATUS/);
     const row = output.split('\n').find((l) => l.startsWith(endpointId));
     assert.ok(row, output);
-    assert.match(row, /\s3\s+auth_failure\s+http_401\s+401\s+1\.0\s/);
+    const origin = new URL(receiver.url);
+    assert.ok(row.includes(` ${origin.origin}${origin.pathname} `), row);
+    assert.match(row, /\scrm hooks\s+3\s+auth_failure\s+http_401\s+401\s+1\.0\s/);
+    assert.doesNotMatch(output, /s3cret/, 'no query string, where partners put tokens');
     assert.match(output, new RegExp(`${endpointId}\\s+Mostly 401/403`));
 
     const other = await run(['dead-letters', '--endpoint', 'ep_nothing_here']);

@@ -1,10 +1,17 @@
 /** Starting real hookpost processes for end-to-end tests. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../bin/hookpost.js');
+
+/**
+ * HOOKPOST_DATA_DIR for processes that use DATABASE_URL: nothing may be written there, and if
+ * something is, it lands in the test run's TMPDIR, whose leftovers fail the run.
+ */
+export const UNUSED_DATA_DIR = path.join(os.tmpdir(), 'hookpost-unused');
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -44,14 +44,14 @@ describe('hookpost start on the embedded PostgreSQL (no DATABASE_URL)', () => {
       assert.match(banner, /Admin token \(generated now/);
       const mode = (await stat(path.join(dataDir, 'admin-token'))).mode & 0o777;
       assert.equal(mode, 0o600);
-      assert.match(banner, /listen --port 9000 --secret "\$SECRET" &/);
+      assert.match(banner, /listen --port 9000 --api "\$HOOKPOST_URL" --subscribe order\.created &/);
       assert.match(banner, /HOOKPOST_ALLOW_PRIVATE_TARGETS=true: endpoints may be on 127\.0\.0\.1/);
       // Pasted as printed, but with a free port instead of 9000 (other test files run alongside).
       const listenPort = String(await freePort());
       const script = quickStart(banner)
         .replaceAll(':9000/', `:${listenPort}/`)
         .replace('--port 9000', `--port ${listenPort}`);
-      const shell = spawn('bash', ['-c', `${script}\necho "EP=$EP"; wait`], {
+      const shell = spawn('bash', ['-c', `${script}\nwait`], {
         cwd: dataDir,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -62,7 +62,7 @@ describe('hookpost start on the embedded PostgreSQL (no DATABASE_URL)', () => {
       try {
         await waitFor(
           'the quick-start delivery, verified',
-          () => /EP=ep_[0-9a-f]{32}/.test(shellOut) && /msg_\w+ {2}\S+ {2}\S/.test(shellOut),
+          () => /endpoint ep_[0-9a-f]{32} created/.test(shellOut) && /msg_\w+ {2}\S+ {2}\S/.test(shellOut),
           30000,
         );
       } finally {

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { connect, type Sql } from '../../src/db/connect.js';
-import { claimDue } from '../../src/deliveries/claim.js';
-import { completeAttempts } from '../../src/deliveries/queue.js';
+import { completeAttempts } from '../../src/queue/complete.js';
 import {
+  claimDue,
   createTestApp,
   createTestDatabase,
   deliveredResult,

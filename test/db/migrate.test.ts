@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { connect } from '../../src/db/connect.js';
-import { migrate, readMigrations } from '../../src/db/migrate.js';
+import { migrate, readiness, readMigrations } from '../../src/db/migrate.js';
 import { createTestDatabase } from '../helpers.js';
 
 describe('migrate', () => {
@@ -33,9 +33,13 @@ describe('migrate', () => {
 
   it('refuses gaps in the numbering and rolls back a failing file', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'hp-mig-'));
-    await writeFile(path.join(dir, '0001_a.sql'), 'CREATE TABLE a (x int);');
-    await writeFile(path.join(dir, '0003_c.sql'), 'CREATE TABLE c (x int);');
-    await assert.rejects(readMigrations(dir), /gap/);
+    try {
+      await writeFile(path.join(dir, '0001_a.sql'), 'CREATE TABLE a (x int);');
+      await writeFile(path.join(dir, '0003_c.sql'), 'CREATE TABLE c (x int);');
+      await assert.rejects(readMigrations(dir), /gap/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
 
     const good = await mkdtemp(path.join(os.tmpdir(), 'hp-mig-'));
     await writeFile(path.join(good, '0001_a.sql'), 'CREATE TABLE a (x int);');
@@ -50,6 +54,27 @@ describe('migrate', () => {
         'the failed file left nothing behind',
       );
     } finally {
+      await db.drop();
+      await rm(good, { recursive: true, force: true });
+    }
+  });
+  it('readiness: a session that cannot write answers read_only and is closed, so the next check is on a new one', async () => {
+    const db = await createTestDatabase(true);
+    const expected = (await readMigrations()).length;
+    // One connection: what the pool hands the next check is that session or a new one.
+    const pool = connect(db.url, { max: 1 });
+    try {
+      assert.equal(await readiness(pool, expected), 'ready');
+      assert.equal(await readiness(pool, expected + 1), 'not_ready', 'a migration missing');
+      // The session turns read-only, as one left on a standby behind a single-host URL.
+      await pool`SET default_transaction_read_only = on`;
+      const [before] = await pool<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+      assert.equal(await readiness(pool, expected), 'read_only');
+      assert.equal(await readiness(pool, expected), 'ready', 'the read-only session was not kept');
+      const [after] = await pool<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+      assert.notEqual(after?.pid, before?.pid);
+    } finally {
+      await pool.end();
       await db.drop();
     }
   });

@@ -5,7 +5,7 @@
  * still deduplicated, still reached by a fan-out.
  */
 import assert from 'node:assert/strict';
-import { copyFile, mkdtemp } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -24,7 +24,7 @@ describe('the tenants migration', () => {
     }
     const db = await createTestDatabase(false);
     try {
-      await migrate(db.sql, earlier);
+      await migrate(db.sql, earlier).finally(() => rm(earlier, { recursive: true, force: true }));
       // The old schema: endpoints without tenants, messages keyed by producer.
       const payload = Buffer.from('{"old":true}');
       const hash = requestHash({

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -74,6 +74,7 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
       assert.match(stdout, /process alive/);
     } finally {
       await db.drop();
+      await rm(file, { force: true });
     }
   });
 
@@ -216,6 +217,38 @@ describe('postgres.js patch (patches/postgres+3.4.9.patch)', () => {
       const outcomes: string[] = [];
       for (let i = 0; i < 4; i++) outcomes.push(await settle(sql`SELECT 1`.execute()));
       assert.equal(outcomes.at(-1), 'answered', `the pool answers: ${outcomes.join(', ')}`);
+    } finally {
+      await sql.end({ timeout: 1 });
+      await db.drop();
+    }
+  });
+  it('a statement of a transaction whose connection closed fails instead of running on the reconnected session', async () => {
+    // The transaction's side of #1199: sql.begin kept sending its statements to its connection
+    // after that closed and the pool had reconnected it for a waiting query. Written there, a
+    // statement ran in the new session outside any transaction (committed alone), or, with
+    // several hosts, on whatever host the reconnect reached (a standby, during a failover).
+    const db = await createTestDatabase(false);
+    const sql = connect(db.url, { max: 1 });
+    try {
+      await sql`CREATE TABLE stray (x int)`;
+      let waiting: Promise<string> | undefined;
+      const transaction = sql
+        .begin(async (tx) => {
+          const [row] = await tx<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+          waiting = settle(sql`SELECT 1`.execute()); // queued: the only connection is the transaction's
+          await db.sql`SELECT pg_terminate_backend(${row!.pid})`;
+          await new Promise((r) => setTimeout(r, 300)); // closed, and reconnected for the waiting query
+          await tx`INSERT INTO stray VALUES (1)`;
+        })
+        .then(
+          () => 'committed',
+          () => 'failed',
+        );
+      assert.equal(await transaction, 'failed');
+      assert.notEqual(await waiting, 'still waiting', "the pool's waiting query settles");
+      await new Promise((r) => setTimeout(r, 300));
+      const [count] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM stray`;
+      assert.equal(count!.n, 0, "the transaction's insert did not run on another session");
     } finally {
       await sql.end({ timeout: 1 });
       await db.drop();

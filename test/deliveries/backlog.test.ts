@@ -31,7 +31,7 @@ describe('backlog guard', () => {
   it('answers from the cached count until it expires', async () => {
     const guard = createBacklogGuard(db.sql, 100);
     assert.equal(await guard.dueCount(), 30);
-    await db.sql`UPDATE delivery_queue SET next_attempt_at = 'infinity'`;
+    await db.sql`UPDATE delivery_queue SET state = 'parked'`;
     assert.equal(await guard.dueCount(), 30, 'within the interval');
     assert.equal(await createBacklogGuard(db.sql, 100).dueCount(), 0, 'a fresh count sees the change');
   });

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type Sql } from '../../src/db/connect.js';
 import { enqueue } from '../../src/deliveries/enqueue.js';
-import { createWaker, WAKEUP_CHANNEL } from '../../src/deliveries/wakeup.js';
+import { createWaker, WAKEUP_CHANNEL } from '../../src/queue/wakeup.js';
 import { type CuttableProxy, startProxy } from '../faults/tcp-proxy.js';
 import { createTestApp, createTestDatabase, type TestDatabase, waitFor } from '../helpers.js';
 
@@ -35,7 +35,7 @@ describe('enqueue: round trips and the wake-up NOTIFY', () => {
     await db?.drop();
   });
 
-  const producer = { keyId: 'admin', tenantId: null };
+  const producer = { keyId: 'admin', tenantId: null, operations: true };
   /** A waker whose every request carries the NOTIFY itself; counts the after-commit pokes. */
   let pokes = 0;
   const carrying = { takeForCommit: () => true, poke: () => void pokes++ };

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { claimDue } from '../../src/deliveries/claim.js';
 import { enqueue } from '../../src/deliveries/enqueue.js';
-import { createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
+import { claimDue, createTestApp, createTestDatabase, type TestDatabase } from '../helpers.js';
 
 /** Payloads travel as text on a UTF-8 server (src/db/encoding.ts); the bytes must not change. */
 describe('payloads as text on the wire', () => {
@@ -15,7 +14,7 @@ describe('payloads as text on the wire', () => {
     endpointId = (await (await send('POST', '/v1/endpoints', { url: 'http://127.0.0.1:9/x' })).json()).id;
   });
   after(() => db.drop());
-  const producer = { keyId: 'admin', tenantId: null };
+  const producer = { keyId: 'admin', tenantId: null, operations: true };
   /** An enqueue item for the test endpoint, without its payload. */
   const bareItem = () => ({
     tenantId: null,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   backoffMs,
+  isCharged,
   nextAttempt,
   parseRetryAfter,
   policyFor,
@@ -49,11 +50,33 @@ describe('retry policy', () => {
     const fail = { kind: 'retryable' as const, statusCode: 500, errorClass: 'http_500' };
     assert.deepEqual(
       nextAttempt(7, fail, policy, () => 0.5),
-      { status: 'failed', delayMs: 0.5 * 3_600_000 },
+      { status: 'failed', delayMs: 0.5 * 3_600_000, charged: true },
     );
     assert.deepEqual(
       nextAttempt(8, fail, policy, () => 0.5),
       { status: 'dead_letter', reason: 'max_attempts_exhausted' },
+    );
+  });
+
+  it('a shutdown and an attempt that sent nothing are not charged: never dead-lettered for them', () => {
+    const shutdown = { kind: 'shutdown', errorClass: 'shutdown' } as const;
+    const notSent = { kind: 'retryable', errorClass: 'secret_unavailable', notSent: true } as const;
+    assert.equal(isCharged(shutdown), false);
+    assert.equal(isCharged(notSent), false);
+    assert.equal(isCharged({ kind: 'retryable', errorClass: 'http_503' }), true);
+    assert.equal(isCharged({ kind: 'success', statusCode: 200 }), true);
+    // on the last attempt too
+    assert.deepEqual(
+      nextAttempt(8, shutdown, policy, () => 0.5),
+      { status: 'failed', delayMs: 0, charged: false },
+    );
+    assert.deepEqual(
+      nextAttempt(8, notSent, policy, () => 0.5),
+      {
+        status: 'failed',
+        delayMs: 0.5 * 3_600_000,
+        charged: false,
+      },
     );
   });
 
@@ -66,16 +89,16 @@ describe('retry policy', () => {
     };
     assert.deepEqual(
       nextAttempt(1, limited, policy, () => 0),
-      { status: 'failed', delayMs: 120_000 },
+      { status: 'failed', delayMs: 120_000, charged: true },
     );
     const greedy = { ...limited, retryAfterSeconds: 86_400 * 365 };
     assert.deepEqual(
       nextAttempt(1, greedy, policy, () => 0),
-      { status: 'failed', delayMs: 600_000 },
+      { status: 'failed', delayMs: 600_000, charged: true },
     );
     assert.deepEqual(
       nextAttempt(1, { ...limited, retryAfterSeconds: 1 }, policy, () => 0.5),
-      { status: 'failed', delayMs: 30_000 },
+      { status: 'failed', delayMs: 30_000, charged: true },
     );
   });
 

@@ -11,6 +11,8 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config.js';
+import { DISPATCHER_CONNECTIONS } from '../../src/dispatch/pools.js';
+import { MAIN_POOL_MAX } from '../../src/roles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -125,11 +127,15 @@ describe('compose.yaml', () => {
 
   it('sizes max_connections above what the processes can open', () => {
     const setting = services.postgres!.command!.find((a) => a.startsWith('max_connections='));
-    // Pool ceilings (README "Deploy"): api 20, dispatcher 20 + 8 + 1 LISTEN, migrate 2.
-    const needed = hookpost.reduce(
-      (n, [, s]) => n + ({ api: 20, dispatcher: 29, migrate: 2 }[role(s)!] ?? 0),
-      0,
+    // Pool ceilings from the code (docs/deploying.md): api the main pool, dispatcher the main
+    // pool and its own pools and LISTEN connection, migrate 2.
+    const ceilings = { api: MAIN_POOL_MAX, dispatcher: MAIN_POOL_MAX + DISPATCHER_CONNECTIONS, migrate: 2 };
+    assert.equal(
+      ceilings.dispatcher,
+      31,
+      'docs/deploying.md and compose.yaml say 31: update them with the pools',
     );
+    const needed = hookpost.reduce((n, [, s]) => n + (ceilings[role(s) as keyof typeof ceilings] ?? 0), 0);
     assert.ok(Number(setting?.split('=')[1]) >= needed + 10, `${setting} for ${needed}`);
   });
 

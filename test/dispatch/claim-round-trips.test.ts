@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type Sql } from '../../src/db/connect.js';
 import { createOutcomeHandler } from '../../src/dispatch/outcomes.js';
 import { createLogger } from '../../src/log.js';
@@ -53,14 +52,22 @@ describe('claims per wake-up', () => {
       t.send('POST', '/v1/deliveries/batch', {
         items: [1, 2, 3].map((n) => ({ endpoint_id: ep.id, event_type: 't', payload: { n } })),
       });
+    // The results are written after the claim loop went back to sleep (it claims before it sends,
+    // and a second claim for a short batch would follow the first at once): once they are,
+    // every claim of the wake-up has been made. Nothing else wakes it: no poll within the test,
+    // and the maintenance ticks wake it only for what they made due.
+    const written = (n: number) =>
+      waitFor(`${n} results written`, async () => {
+        const [row] = await db.sql<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = ${ep.id} AND status = 'delivered'`;
+        return row!.n === n;
+      });
     // First round: the claim statement's first use on the connection, and the endpoint loaded.
     assert.equal((await enqueueThree()).status, 202);
-    await waitFor('the first three', () => receiver.requests.length === 3);
-    await sleep(200); // the loop is asleep again
+    await written(3);
     const before = proxy.turns();
     assert.equal((await enqueueThree()).status, 202);
-    await waitFor('the next three', () => receiver.requests.length === 6);
-    await sleep(200);
+    await written(6);
     assert.equal(proxy.turns() - before, 1, 'one claim statement on the claim pool for the wake-up');
 
     // A change committed before the claim is seen by the next attempt: the version comes with it.
@@ -76,7 +83,11 @@ describe('claims per wake-up', () => {
 
   it("sends a batch's breaker update and latency samples together: one round trip on a one-connection pool", async () => {
     const ep = await (await t.send('POST', '/v1/endpoints', { url: receiver.url })).json();
-    const followUp = createOutcomeHandler(claimSql, testConfig().policies.breaker, createLogger('silent'));
+    const followUp = createOutcomeHandler(
+      claimSql,
+      testConfig().policies.breaker,
+      createLogger('silent'),
+    ).afterWrite;
     const result = (n: number) =>
       deliveredResult(
         { id: `dlv_${n}`, endpointId: ep.id, leaseToken: crypto.randomUUID() },

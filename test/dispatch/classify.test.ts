@@ -52,7 +52,7 @@ describe('error classification', () => {
     const shutdown = classifyError(withCode('ECONNRESET'), false, true);
     assert.deepEqual(
       nextAttempt(3, shutdown, policy, () => 0.5),
-      { status: 'failed', delayMs: 0 },
+      { status: 'failed', delayMs: 0, charged: false },
     );
     assert.equal(
       nextAttempt(3, { kind: 'retryable', errorClass: 'timeout' }, policy, () => 0.5).status,

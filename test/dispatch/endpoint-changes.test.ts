@@ -103,6 +103,10 @@ describe('endpoint changes show in the very next attempt', () => {
       assert.equal((await cache.getMany([ep.id])).get(ep.id)?.enabled, true);
       await t.send('PATCH', `/v1/endpoints/${ep.id}`, { enabled: false });
       assert.equal((await cache.getMany([ep.id])).get(ep.id)?.enabled, false, 'checked per batch');
+      // max_in_flight makes its results be written at once (completions.ts): seen per batch too.
+      assert.equal((await cache.getMany([ep.id])).get(ep.id)?.inFlightLimited, false);
+      await t.send('PATCH', `/v1/endpoints/${ep.id}`, { max_in_flight: 2 });
+      assert.equal((await cache.getMany([ep.id])).get(ep.id)?.inFlightLimited, true);
       // A job already claimed (held in the local buffer) asks fresh() at send time: the NOTIFY
       // from the rotation marks its entry stale, without any further claim.
       await t.send('POST', `/v1/endpoints/${ep.id}/rotate-secret`);

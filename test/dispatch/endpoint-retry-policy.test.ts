@@ -5,13 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { claimDue } from '../../src/deliveries/claim.js';
-import { reapExpiredLeases } from '../../src/deliveries/queue.js';
+import { reapExpiredLeases } from '../../src/queue/reap.js';
 import {
+  claimDue,
   createEndpoint,
   createTestApp,
   createTestDatabase,
   enqueueMany,
+  noBackoff,
   type Receiver,
   startReceiver,
   startTestDispatcher,
@@ -84,7 +85,7 @@ describe('per-endpoint retry policy', () => {
       });
       assert.ok(claimed.some((c) => c.endpointId === own.id));
       await new Promise((r) => setTimeout(r, 50));
-      const reaped = await reapExpiredLeases(db.sql, 8);
+      const reaped = await reapExpiredLeases(db.sql, noBackoff(8));
       assert.equal(reaped.deadLettered, 1);
       const [row] = await db.sql`SELECT status FROM deliveries WHERE endpoint_id = ${own.id}`;
       assert.equal(row!.status, 'dead_letter');

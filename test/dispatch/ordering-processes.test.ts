@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { runHookpost } from '../cli/process.js';
+import { runHookpost, UNUSED_DATA_DIR } from '../cli/process.js';
 import {
   createEndpoint,
   createTestApp,
@@ -66,7 +66,7 @@ describe('ordering keys with dispatcher processes', () => {
     const env = {
       DATABASE_URL: db.url,
       HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-      HOOKPOST_DATA_DIR: '/tmp/hookpost-unused',
+      HOOKPOST_DATA_DIR: UNUSED_DATA_DIR,
       HOOKPOST_POLL_INTERVAL_MS: '100',
       HOOKPOST_LEASE_SECONDS: '3',
       HOOKPOST_REQUEST_TIMEOUT_MS: '1000',

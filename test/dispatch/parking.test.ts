@@ -50,7 +50,7 @@ describe('dispatcher: parked deliveries are not polled', () => {
     for (const res of held.splice(0)) res.writeHead(500).end();
     await waitFor('all three back in the queue, parked', async () => {
       const [row] = await db.sql`
-        SELECT count(*) FILTER (WHERE next_attempt_at = 'infinity' AND lease_expires_at IS NULL)::int AS parked
+        SELECT count(*) FILTER (WHERE state = 'parked')::int AS parked
         FROM delivery_queue WHERE endpoint_id = ${ep}`;
       return row!.parked === 3;
     });

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { runHookpost } from '../cli/process.js';
+import { runHookpost, UNUSED_DATA_DIR } from '../cli/process.js';
 import {
   createTestApp,
   createTestDatabase,
@@ -32,7 +32,7 @@ describe('dispatcher processes', () => {
     env = {
       DATABASE_URL: db.url,
       HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-      HOOKPOST_DATA_DIR: '/tmp/hookpost-unused',
+      HOOKPOST_DATA_DIR: UNUSED_DATA_DIR,
       HOOKPOST_POLL_INTERVAL_MS: '100',
     };
   });
@@ -95,6 +95,9 @@ describe('dispatcher processes', () => {
       HOOKPOST_LEASE_SECONDS: '3',
       HOOKPOST_REQUEST_TIMEOUT_MS: '1000',
       HOOKPOST_DISPATCH_CONCURRENCY: '16',
+      // the reaped deliveries wait out the retry policy's backoff (reap.ts): a short one here
+      HOOKPOST_RETRY_BASE_SECONDS: '0.01',
+      HOOKPOST_RETRY_CAP_SECONDS: '0.05',
     };
     const victim = runHookpost(['dispatcher'], short);
     await waitFor('the victim to deliver some', () => arrivals('killed').length >= 100, 30000);

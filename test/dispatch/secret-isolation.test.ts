@@ -30,7 +30,7 @@ describe('an endpoint whose secret cannot be decrypted fails alone', () => {
     await db.drop();
   });
 
-  it('fails its deliveries with secret_unavailable, sends nothing, and leaves others untouched', async () => {
+  it('fails its deliveries with secret_unavailable, sends nothing, charges nothing, and leaves others untouched', async () => {
     const good = await startReceiver();
     const bad = await startReceiver();
     receivers.push(good, bad);
@@ -65,12 +65,18 @@ describe('an endpoint whose secret cannot be decrypted fails alone', () => {
     assert.equal(request.headers.authorization, 'Bearer good-token-1234', 'sealed header sent decrypted');
     new Webhook(goodEp.secret).verify(request.body.toString(), request.headers as Record<string, string>);
 
-    const dead = await waitFor("the bad endpoint's 20 to be dead-lettered", async () => {
-      const rows = await db.sql<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = ${badEp.id} AND status = 'dead_letter'`;
-      return rows[0]!.n === 20 ? rows : undefined;
+    // Not charged (nothing was sent): they are retried, never dead-lettered for it.
+    await waitFor("each of the bad endpoint's 20 to be tried three times", async () => {
+      const [row] = await db.sql<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM (
+          SELECT delivery_id FROM delivery_attempts WHERE endpoint_id = ${badEp.id}
+          GROUP BY delivery_id HAVING count(*) >= 3) tried`;
+      return row!.n === 20;
     });
-    assert.ok(dead);
+    const [uncharged] = await db.sql<{ n: number; charged: number }[]>`
+      SELECT count(*)::int AS n, coalesce(sum(attempt_count), 0)::int AS charged FROM deliveries
+      WHERE endpoint_id = ${badEp.id} AND status <> 'dead_letter'`;
+    assert.deepEqual({ ...uncharged }, { n: 20, charged: 0 }, 'none dead-lettered, none charged');
     assert.equal(bad.requests.length, 0, 'nothing is sent without a signature');
     const classes = await db.sql<{ error_class: string; error: string }[]>`
       SELECT DISTINCT error_class, error FROM delivery_attempts WHERE endpoint_id = ${badEp.id}`;

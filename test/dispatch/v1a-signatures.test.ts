@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createPublicKey, verify } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 // An Ed25519 implementation independent of node:crypto/OpenSSL. The official `standardwebhooks`
 // package (1.1.1, the latest) verifies only v1 (HMAC); its v1a support is an unmerged pull request.
@@ -14,26 +13,11 @@ import {
   type TestDatabase,
   waitFor,
 } from '../helpers.js';
+import { verifyV1aWithNode } from '../v1a-verify.js';
 
 const KEY = 'v1a-test-key-0123456789';
 
 type Dispatcher = Awaited<ReturnType<typeof startTestDispatcher>>;
-
-/** What a partner does with the whpk_ key: Standard Webhooks v1a verification with node:crypto. */
-function verifyWithNode(publicKey: string, headers: Record<string, string>, body: Buffer): boolean[] {
-  const key = createPublicKey({
-    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey.slice(5), 'base64').toString('base64url') },
-    format: 'jwk',
-  });
-  const content = Buffer.concat([
-    Buffer.from(`${headers['webhook-id']}.${headers['webhook-timestamp']}.`),
-    body,
-  ]);
-  return headers['webhook-signature']!.split(' ').map((s) => {
-    const [version, signature] = s.split(',');
-    return version === 'v1a' && verify(null, content, key, Buffer.from(signature!, 'base64'));
-  });
-}
 
 async function verifyWithNoble(publicKey: string, headers: Record<string, string>, body: Buffer) {
   const content = Buffer.concat([
@@ -113,10 +97,10 @@ describe('v1a: Ed25519 signatures', () => {
     const { headers, body } = await deliverOne(ep.id, '{"amount": 1.50,  "x":"é"}');
     assert.equal(body.toString(), '{"amount": 1.50,  "x":"é"}');
     assert.match(headers['webhook-signature']!, /^v1a,[A-Za-z0-9+/]{86}==$/);
-    assert.deepEqual(verifyWithNode(ep.public_key, headers, body), [true]);
+    assert.deepEqual(verifyV1aWithNode(ep.public_key, headers, body), [true]);
     assert.deepEqual(await verifyWithNoble(ep.public_key, headers, body), [true]);
     // A changed body or another endpoint's key must not verify.
-    assert.deepEqual(verifyWithNode(ep.public_key, headers, Buffer.from('{}')), [false]);
+    assert.deepEqual(verifyV1aWithNode(ep.public_key, headers, Buffer.from('{}')), [false]);
     const other = await (
       await t.send('POST', '/v1/endpoints', { url: receiver.url, signature_scheme: 'v1a' })
     ).json();
@@ -138,8 +122,8 @@ describe('v1a: Ed25519 signatures', () => {
     const { headers, body } = await deliverOne(ep.id, '{"after":true}');
     assert.equal(headers['webhook-signature']!.split(' ').length, 2);
     // Newest first: the new key verifies the first signature, the old key the second.
-    assert.deepEqual(verifyWithNode(rotated.public_key, headers, body), [true, false]);
-    assert.deepEqual(verifyWithNode(ep.public_key, headers, body), [false, true]);
+    assert.deepEqual(verifyV1aWithNode(rotated.public_key, headers, body), [true, false]);
+    assert.deepEqual(verifyV1aWithNode(ep.public_key, headers, body), [false, true]);
     assert.deepEqual(await verifyWithNoble(rotated.public_key, headers, body), [true, false]);
   });
 });

@@ -31,8 +31,11 @@ describe('hookpost start: Ctrl-C with work in flight on the embedded database', 
       HOOKPOST_ADMIN_TOKEN: TOKEN,
       HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
       HOOKPOST_DISPATCH_CONCURRENCY: '8',
-      // A lost result would be re-sent after 3 s instead of a minute.
+      // A lost result would be re-sent after 3 s instead of a minute (the reaper's backoff is
+      // the retry policy's: kept short too).
       HOOKPOST_LEASE_SECONDS: '3',
+      HOOKPOST_RETRY_BASE_SECONDS: '0.01',
+      HOOKPOST_RETRY_CAP_SECONDS: '0.05',
       HOOKPOST_REQUEST_TIMEOUT_MS: '1000',
       HOOKPOST_POLL_INTERVAL_MS: '200',
     };

@@ -76,7 +76,7 @@ describe('a database that stops answering', () => {
     await proxy.restore();
     const sql = connect(proxy.via(db.url), { max: 1 });
     await sql`SELECT 1`;
-    const writer = new CompletionWriter(sql, createLogger('silent'), async () => {});
+    const writer = new CompletionWriter({ sql, log: createLogger('silent'), onWritten: async () => {} });
     proxy.stall();
     writer.add(
       deliveredResult({

@@ -4,7 +4,8 @@
  * It can also lose one answer: a statement runs and commits, and its connection dies before the
  * client hears of it. For that it follows the server's side of the wire protocol (type byte,
  * length, body) on every connection. And it counts round trips: how often a client sent again
- * after the server had answered (pipelined statements travel in one turn).
+ * after the server had answered (pipelined statements travel in one turn). It can also stand
+ * for a TCP proxy with no server up: accept each connection and close it.
  */
 import net from 'node:net';
 
@@ -15,7 +16,20 @@ export interface CuttableProxy {
   cut(): Promise<void>;
   /** From now until the next cut, nothing the server sends is forwarded; connections stay open. */
   stall(): void;
+  /**
+   * From now until restore(), every connection is accepted and closed at once, as HAProxy does
+   * when none of its servers is up (open connections are dropped now).
+   */
+  closeOnAccept(): void;
+  /**
+   * New connections go to `port` from now on (a DNS name or proxy that now points at another
+   * server); connections already open stay where they are.
+   */
+  retarget(port: number): void;
+  /** Forwards again after a cut (listening again) or closeOnAccept(). */
   restore(): Promise<void>;
+  /** Connections accepted so far (connection attempts that reached the proxy). */
+  accepted(): number;
   /**
    * The next statement on any connection that changes rows and returns one containing the
    * bytes of `text` is never answered: its connection is closed right after the server commits
@@ -37,12 +51,20 @@ interface LoseAnswer {
   done: () => void;
 }
 
-export async function startProxy(targetPort: number): Promise<CuttableProxy> {
+export async function startProxy(initialTarget: number): Promise<CuttableProxy> {
+  let targetPort = initialTarget;
   const sockets = new Set<net.Socket>();
   let armed: LoseAnswer | undefined;
   let stalled = false;
+  let closing = false;
   let turns = 0;
+  let accepted = 0;
   const server = net.createServer((client) => {
+    accepted++;
+    if (closing) {
+      client.destroy();
+      return;
+    }
     const upstream = net.connect(targetPort, '127.0.0.1');
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -144,7 +166,18 @@ export async function startProxy(targetPort: number): Promise<CuttableProxy> {
     stall() {
       stalled = true;
     },
-    restore: () => listen(port),
+    retarget(port: number) {
+      targetPort = port;
+    },
+    closeOnAccept() {
+      closing = true;
+      for (const s of sockets) s.destroy();
+    },
+    async restore() {
+      closing = false;
+      if (!server.listening) await listen(port);
+    },
+    accepted: () => accepted,
     loseNextAnswerContaining: (text) =>
       new Promise<void>((done) => {
         armed = { text: Buffer.from(text), done };

@@ -111,6 +111,21 @@ export const ALERT_CASES: AlertCase[] = [
     expect: { HookpostDeadLettersRising: [], HookpostDeadLettersRisingFast: [] },
   },
   {
+    name: 'the egress proxy refuses attempts for 10 minutes',
+    series: { 'hookpost_egress_proxy_unavailable_total{instance="dispatcher"}': '0+30x20' },
+    evalTime: '15m',
+    expect: { HookpostEgressProxyUnavailable: critical },
+  },
+  {
+    name: 'the egress proxy failed once, then works',
+    series: {
+      'hookpost_egress_proxy_unavailable_total{instance="dispatcher"}':
+        '0 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3',
+    },
+    evalTime: '15m',
+    expect: { HookpostEgressProxyUnavailable: [] },
+  },
+  {
     // Both dispatchers report the installation's last success from the database; it is 2 days old.
     name: 'no retention pass has succeeded for two days',
     series: { ...both('hookpost_retention_last_success_timestamp_seconds{}', '-172800x30') },

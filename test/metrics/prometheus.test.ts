@@ -181,7 +181,7 @@ describe('a real Prometheus scraping hookpost api + dispatcher', { skip }, () =>
       lastError?: string;
       annotations: Record<string, string>;
     }[];
-    assert.equal(rules.length, 9);
+    assert.equal(rules.length, 10);
     for (const rule of rules) {
       assert.equal(rule.health, 'ok', `${rule.name}: ${rule.lastError}`);
       assert.ok(rule.annotations.summary, `${rule.name} has a summary`);

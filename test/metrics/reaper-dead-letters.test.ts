@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { claimDue } from '../../src/deliveries/claim.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics, type HookpostMetrics } from '../../src/metrics/registry.js';
 import {
+  claimDue,
   createTestApp,
   createTestDatabase,
   type Receiver,

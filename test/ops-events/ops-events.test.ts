@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { disableEndpoints } from '../../src/deliveries/queue-state.js';
+import { disableEndpoints } from '../../src/endpoints/lifecycle.js';
 import {
   createEndpoint,
   createTestApp,

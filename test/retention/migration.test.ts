@@ -4,7 +4,7 @@
  * it and creates the partitions after it. Plus the gap-filling rule for partitions (pure).
  */
 import assert from 'node:assert/strict';
-import { copyFile, mkdtemp, readdir } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -30,7 +30,11 @@ describe('migration 0006 from an unpartitioned attempt log', () => {
     for (const name of (await readdir(SQL_DIR)).filter((n) => /^000[1-3]_/.test(n))) {
       await copyFile(path.join(SQL_DIR, name), path.join(upTo3, name));
     }
-    assert.equal((await migrate(db.sql, upTo3)).length, 3);
+    try {
+      assert.equal((await migrate(db.sql, upTo3)).length, 3);
+    } finally {
+      await rm(upTo3, { recursive: true, force: true });
+    }
     await db.sql`
       INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, started_at, duration_ms, status_code,
                                      outcome, response_snippet)

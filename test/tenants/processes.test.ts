@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { freePort, type HookpostProcess, runHookpost } from '../cli/process.js';
+import { freePort, type HookpostProcess, runHookpost, UNUSED_DATA_DIR } from '../cli/process.js';
 import { createTestDatabase, type TestDatabase, TOKEN, waitFor } from '../helpers.js';
 
 describe('API keys across two API processes', () => {
@@ -32,7 +32,7 @@ describe('API keys across two API processes', () => {
         PORT: String(port),
         HOOKPOST_ADMIN_TOKEN: TOKEN,
         HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-        HOOKPOST_DATA_DIR: '/tmp/hookpost-unused',
+        HOOKPOST_DATA_DIR: UNUSED_DATA_DIR,
         // Everything a process could log, so the check below would see a key if one leaked.
         LOG_LEVEL: 'trace',
       });
@@ -74,6 +74,36 @@ describe('API keys across two API processes', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.ok(refusedAfter < 2000, `the other process refused the key after ${refusedAfter} ms`);
+  });
+
+  it('a tenant deleted on one process: its key and portal session are refused by the other within 2 s', async () => {
+    const [one, two] = apis as [(typeof apis)[0], (typeof apis)[0]];
+    assert.equal((await call(one.base, 'PUT', '/v1/tenants/closing', {})).status, 201);
+    const key = (
+      await call(one.base, 'POST', '/v1/api-keys', {
+        name: 'k',
+        scopes: ['endpoints:read'],
+        tenant_id: 'closing',
+      })
+    ).body.key as string;
+    const session = (await call(one.base, 'POST', '/v1/tenants/closing/portal-sessions', {})).body
+      .token as string;
+    for (const token of [key, session]) {
+      assert.equal((await call(two.base, 'GET', '/v1/endpoints', undefined, token)).status, 200, 'works');
+    }
+    const deletedAt = Date.now();
+    assert.equal((await call(one.base, 'DELETE', '/v1/tenants/closing')).status, 200);
+    const refusedAfter = async (token: string) => {
+      while (Date.now() - deletedAt < 5000) {
+        if ((await call(two.base, 'GET', '/v1/endpoints', undefined, token)).status === 401)
+          return Date.now() - deletedAt;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return Number.POSITIVE_INFINITY;
+    };
+    const [keyMs, sessionMs] = await Promise.all([refusedAfter(key), refusedAfter(session)]);
+    assert.ok(keyMs < 2000, `the other process refused the key after ${keyMs} ms`);
+    assert.ok(sessionMs < 2000, `the other process refused the portal session after ${sessionMs} ms`);
   });
 
   it('holds a per-key rate limit within 10% across both processes, counted in items', async () => {

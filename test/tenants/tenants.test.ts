@@ -220,14 +220,102 @@ describe('tenants', () => {
     assert.equal((await t.send('DELETE', '/v1/tenants/hookpost')).status, 409);
   });
 
-  it('the tenant hookpost is for admin keys only', async () => {
+  it('deleting a tenant revokes its keys and portal sessions; only a PUT brings it back', async () => {
+    const key = await keySender(t, { scopes: ['endpoints:read', 'deliveries:write'], tenant_id: 'leaving' });
+    const ep = await createEndpoint(t, 'http://127.0.0.1:9/leaving', { tenant_id: 'leaving' });
+    const session = await (await t.send('POST', '/v1/tenants/leaving/portal-sessions', {})).json();
+    const portal = { authorization: `Bearer ${session.token}` };
+    assert.equal((await key.send('GET', `/v1/endpoints/${ep.id}`)).status, 200);
+    assert.equal((await t.send('GET', `/v1/endpoints/${ep.id}`, undefined, portal)).status, 200);
+
+    const deleted = await t.send('DELETE', '/v1/tenants/leaving');
+    assert.equal(deleted.status, 200);
+    assert.equal((await deleted.json()).api_keys_revoked, 2, 'the key and the portal session');
+    const at = Date.now();
+    // The key cache lasts a second: both are refused within the contract's 2 s.
+    await waitFor('the key and the session to be refused', async () => {
+      const [a, b] = await Promise.all([
+        key.send('GET', '/v1/endpoints'),
+        t.send('GET', '/v1/endpoints', undefined, portal),
+      ]);
+      return a.status === 401 && b.status === 401;
+    });
+    assert.ok(Date.now() - at < 2000, `refused after ${Date.now() - at} ms`);
+    const [revoked] = await db.sql`SELECT count(*)::int AS n FROM api_keys
+      WHERE tenant_id = 'leaving' AND revoked_at IS NOT NULL`;
+    assert.equal(revoked!.n, 2);
+
+    // Nothing brings it back implicitly: not an enqueue, a batch, an endpoint create or a key.
+    const expectGone = async (res: Promise<Response>, what: string) => {
+      const r = await res;
+      assert.equal(r.status, 404, `${what}: ${r.status}`);
+      assert.equal(((await r.json()) as { error: { code: string } }).error.code, 'tenant_not_found', what);
+    };
+    await expectGone(
+      t.send('POST', '/v1/deliveries', { tenant_id: 'leaving', event_type: 'x', payload: {} }),
+      'enqueue',
+    );
+    const batch = await t.send('POST', '/v1/deliveries/batch', {
+      items: [
+        { tenant_id: 'default', event_type: 'x', payload: {} },
+        { tenant_id: 'leaving', event_type: 'x', payload: {} },
+      ],
+    });
+    assert.equal(batch.status, 404);
+    assert.deepEqual((await batch.json()).error.details, { index: 1 }, 'the item naming it');
+    await expectGone(
+      t.send('POST', '/v1/endpoints', { tenant_id: 'leaving', url: 'http://127.0.0.1:9/again' }),
+      'endpoint create',
+    );
+    await expectGone(
+      t.send('POST', '/v1/api-keys', { name: 'again', scopes: ['endpoints:read'], tenant_id: 'leaving' }),
+      'key create',
+    );
+    await expectGone(t.send('POST', '/v1/tenants/leaving/portal-sessions', {}), 'portal session');
+    assert.equal((await t.send('GET', '/v1/tenants/leaving')).status, 404, 'still deleted');
+    const [msgs] = await db.sql`SELECT count(*)::int AS n FROM messages WHERE tenant_id = 'leaving'`;
+    assert.equal(msgs!.n, 0, 'the refused enqueues wrote nothing');
+
+    // An explicit PUT brings it back; its old keys stay revoked.
+    assert.equal((await t.send('PUT', '/v1/tenants/leaving', { name: 'Back' })).status, 201);
+    assert.equal((await key.send('GET', '/v1/endpoints')).status, 401, 'the old key stays revoked');
+    await createEndpoint(t, 'http://127.0.0.1:9/back', { tenant_id: 'leaving' });
+    assert.equal(
+      (await t.send('POST', '/v1/deliveries', { tenant_id: 'leaving', event_type: 'x', payload: {} })).status,
+      202,
+    );
+  });
+
+  it('an endpoint create racing the deletion of its tenant never leaves a live endpoint behind', async () => {
+    for (let round = 0; round < 6; round++) {
+      const tenant = `racing_${round}`;
+      await t.send('PUT', `/v1/tenants/${tenant}`, {});
+      const creates = Array.from({ length: 4 }, (_, i) =>
+        new Promise((r) => setTimeout(r, i * round)).then(() =>
+          t.send('POST', '/v1/endpoints', { tenant_id: tenant, url: `http://127.0.0.1:9/r${i}` }),
+        ),
+      );
+      const [deleted, ...created] = await Promise.all([
+        t.send('DELETE', `/v1/tenants/${tenant}`),
+        ...creates,
+      ]);
+      assert.equal(deleted.status, 200);
+      for (const c of created) assert.ok([201, 404].includes(c.status), `create answered ${c.status}`);
+      const [live] = await db.sql`SELECT count(*)::int AS n FROM endpoints
+        WHERE tenant_id = ${tenant} AND deleted_at IS NULL`;
+      assert.equal(live!.n, 0, `round ${round}: a live endpoint in a deleted tenant`);
+    }
+  });
+
+  it('the tenant hookpost is for admin keys only: for any other key it does not exist', async () => {
     const unbound = await keySender(t, { scopes: ['deliveries:write', 'endpoints:write'] });
     const res = await unbound.send('POST', '/v1/deliveries', {
       tenant_id: 'hookpost',
       event_type: 'x',
       payload: {},
     });
-    assert.equal(res.status, 403);
+    assert.equal(res.status, 404);
+    assert.equal((await res.json()).error.code, 'tenant_not_found');
     const bound = await keySender(t, { scopes: ['deliveries:write'], tenant_id: 'ops_b' });
     assert.equal(
       (await bound.send('POST', '/v1/deliveries', { tenant_id: 'hookpost', event_type: 'x', payload: {} }))
@@ -256,6 +344,15 @@ describe('tenants', () => {
     const auth = { authorization: `Bearer ${session.token}` };
     assert.equal((await t.send('GET', `/v1/endpoints/${mine.id}`, undefined, auth)).status, 200);
     assert.equal((await t.send('GET', `/v1/endpoints/${theirs.id}`, undefined, auth)).status, 404);
+    // What the portal asks before it adopts a session link: whose session this is.
+    const whoami = await t.send('GET', '/v1/whoami', undefined, auth);
+    assert.equal(whoami.status, 200);
+    assert.deepEqual(await whoami.json(), {
+      key_id: session.id,
+      name: 'portal session for partner_7',
+      tenant_id: 'partner_7',
+      scopes: session.scopes,
+    });
     assert.equal(
       (await t.send('POST', '/v1/deliveries', { event_type: 'x', payload: {} }, auth)).status,
       403,

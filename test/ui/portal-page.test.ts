@@ -7,7 +7,7 @@
  * iframe, the same page framing a server with the default is refused by the browser.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -146,7 +146,8 @@ describe('partner portal in Chromium', { skip }, () => {
     await dispatcher?.stop();
     await Promise.all([receiverA, receiverNew, receiverB].map((r) => r?.close()));
     await db?.drop();
-    process.stdout.write(`# screenshots in ${shots}\n`);
+    // Full-page shots are for a look while debugging; HOOKPOST_SCREENSHOTS_DIR keeps the README's.
+    if (shots) await rm(shots, { recursive: true, force: true });
   });
 
   it("opens from the session URL and lists only tenant A's endpoints", async () => {
@@ -204,9 +205,12 @@ describe('partner portal in Chromium', { skip }, () => {
 
     // The test event reaches the new endpoint, signed with that very secret.
     await page.getByRole('link', { name: created.id }).click();
+    assert.equal(await page.locator('[data-samples]').getAttribute('data-samples'), '0');
     await page.getByRole('button', { name: 'Send test event' }).click();
     await page.locator('.result [data-status="delivered"]').waitFor({ timeout: 30_000 });
     assert.equal(receiverNew.requests.length, 1);
+    // The health refreshes after the test event: its attempt is a latency sample now.
+    await page.locator('[data-samples="1"]').waitFor();
     const got = receiverNew.requests[0]!;
     const event = new Webhook(secret).verify(got.body.toString(), {
       'webhook-id': String(got.headers['webhook-id']),
@@ -227,7 +231,12 @@ describe('partner portal in Chromium', { skip }, () => {
     await edit.getByLabel('Description').fill('billing hooks v2');
     await edit.getByRole('button', { name: 'Save' }).click();
     await page.getByText('billing hooks v2').first().waitFor();
-    await page.getByRole('button', { name: `Disable ${created.id}` }).click();
+    // Disabling asks first, in place; Cancel changes nothing.
+    await page.getByRole('button', { name: `Disable ${created.id}…` }).click();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal((await (await t.send('GET', `/v1/endpoints/${created.id}`)).json()).enabled, true);
+    await page.getByRole('button', { name: `Disable ${created.id}…` }).click();
+    await page.getByRole('button', { name: `Disable ${created.id}`, exact: true }).click();
     await page.getByRole('button', { name: `Enable ${created.id}` }).waitFor();
     const after = await (await t.send('GET', `/v1/endpoints/${created.id}`)).json();
     assert.equal(after.description, 'billing hooks v2');
@@ -348,8 +357,10 @@ describe('partner portal in Chromium', { skip }, () => {
     const blockedUrl = `http://127.0.0.1:${servedDefault.port}/portal`;
     await refused.goto(`${parentOrigin}/?src=${encodeURIComponent(blockedUrl)}`);
     await refused.waitForLoadState('load');
-    await new Promise((r) => setTimeout(r, 500));
-    const child = refused.frames().find((f) => f !== refused.mainFrame());
+    // Chromium replaces a refused frame with its own error page: wait for that page, not a time.
+    const child = await waitFor('the refused frame', () =>
+      refused.frames().find((f) => f !== refused.mainFrame() && f.url().startsWith('chrome-error:')),
+    );
     assert.ok(child);
     // Chromium replaces a refused frame with its own error page: the portal never runs there.
     assert.equal(await child.locator('#view').count(), 0);

@@ -6,8 +6,9 @@
 import { z } from 'zod';
 import { DELIVERY_STATUSES } from '../../deliveries/read.js';
 import { analysisQuery, replayBody } from '../dead-letters.js';
-import { batchItemSchema, batchSchema, itemSchema } from '../deliveries.js';
 import { createSchema, patchSchema } from '../endpoints.js';
+import { batchItemSchema, batchSchema, itemSchema } from '../enqueue-items.js';
+import { enqueueRefusals, tooManyRunsRefusal } from './refusals.js';
 import { documentRoute } from './registry.js';
 import {
   analysisSchema,
@@ -35,9 +36,22 @@ const idempotencyKey = {
   description: 'the same key with the same body answers 200 with the same ids; a different body is 409',
   schema: z.string().min(1).max(255),
 };
-const retryAfter = { 'retry-after': { description: 'seconds to wait', schema: { type: 'integer' } } };
 
 // --- operations (no token) ---
+documentRoute({
+  method: 'get',
+  path: '/',
+  operationId: 'home',
+  tag: 'pages',
+  summary: 'Redirects to the admin page (/ui): the address the start banner prints',
+  auth: false,
+  responses: {
+    302: {
+      description: 'to /ui',
+      headers: { location: { description: 'where to go', schema: { type: 'string', const: '/ui' } } },
+    },
+  },
+});
 documentRoute({
   method: 'get',
   path: '/healthz',
@@ -51,7 +65,7 @@ documentRoute({
   path: '/readyz',
   operationId: 'readyz',
   tag: 'operations',
-  summary: 'Database reachable and migrations applied',
+  summary: 'Database reachable and writable, migrations applied',
   responses: {
     200: { description: 'ready', schema: z.object({ status: z.literal('ready') }) },
     503: { description: 'not ready (error code not_ready)' },
@@ -78,6 +92,8 @@ documentRoute({
   responses: {
     201: { description: 'created; the secret is shown only here', schema: endpointWithSecretSchema },
   },
+  // too_many_endpoints: the tenant has HOOKPOST_MAX_ENDPOINTS_PER_TENANT live endpoints.
+  errors: [409],
 });
 documentRoute({
   method: 'get',
@@ -165,7 +181,7 @@ documentRoute({
   responses: {
     200: { description: 'duplicate of an earlier request: the same ids', schema: enqueueResultSchema },
     202: { description: 'committed and queued', schema: enqueueResultSchema },
-    503: { description: 'backlog full (backlog_full)', headers: retryAfter },
+    ...enqueueRefusals,
   },
   errors: [404, 409],
 });
@@ -184,7 +200,7 @@ documentRoute({
       schema: z.object({ results: z.array(enqueueResultSchema) }),
     },
     202: { description: 'committed and queued', schema: z.object({ results: z.array(enqueueResultSchema) }) },
-    503: { description: 'backlog full (backlog_full)', headers: retryAfter },
+    ...enqueueRefusals,
   },
   errors: [404, 409],
 });
@@ -250,6 +266,7 @@ documentRoute({
   responses: {
     200: { description: 'dry run, or nothing matched', schema: bulkReplaySchema },
     202: { description: 'first batch committed; the rest continues', schema: bulkReplaySchema },
+    ...tooManyRunsRefusal,
   },
   errors: [404],
 });

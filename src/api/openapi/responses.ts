@@ -3,11 +3,14 @@
  * from them; test/api/openapi-responses.test.ts parses real responses with these schemas, so a
  * field renamed in a handler fails a test instead of silently leaving the document wrong.
  */
-import { z } from 'zod';
-import { DELIVERY_STATUSES } from '../../deliveries/read.js';
-import { SCOPES } from '../../tenants/scope.js';
 
-const timestamp = z.string().meta({ format: 'date-time' });
+import { z } from 'zod';
+import { DEAD_LETTER_PATTERNS } from '../../deliveries/dead-letter-patterns.js';
+import { DELIVERY_STATUSES } from '../../deliveries/read.js';
+import { authSchema, legacySignatureSchema, tlsViewSchema } from '../endpoint-credentials.js';
+
+/** A timestamp as the API writes it (shared with tenant-responses.ts). */
+export const timestamp = z.string().meta({ format: 'date-time' });
 const nullableTimestamp = timestamp.nullable();
 
 export const endpointSchema = z
@@ -28,13 +31,23 @@ export const endpointSchema = z
     }),
     headers: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.unknown()),
+    filter: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .meta({ description: 'the content filter (docs/filters.md); null: every event it subscribes to' }),
     enabled: z.boolean(),
     disabled_reason: z.string().nullable(),
+    propagate_trace: z.boolean().meta({
+      description: 'send a W3C traceparent header with each attempt (tracing on; docs/tracing.md)',
+    }),
     signature_scheme: z
       .enum(['v1', 'v1a'])
       .optional()
       .meta({ description: 'v1: HMAC-SHA256 with the secret; v1a: Ed25519' }),
     public_key: z.string().nullable().optional().meta({ description: 'whpk_…, for v1a endpoints' }),
+    auth: authSchema.nullable().optional().meta({ description: 'secret fields masked' }),
+    tls: tlsViewSchema.nullable().optional(),
+    legacy_signature: legacySignatureSchema.nullable().optional().meta({ description: 'secret masked' }),
     created_at: timestamp,
     updated_at: timestamp,
   })
@@ -61,6 +74,15 @@ export const healthSchema = z
     consecutive_failures: z.number().int(),
     opened_at: nullableTimestamp,
     cooldown_seconds: z.number().nullable(),
+    next_probe_at: nullableTimestamp.meta({
+      description:
+        'while the circuit is open: when it lets one probe through (opened_at + cooldown_seconds); ' +
+        'half_open: when the probe went out; null while closed',
+    }),
+    parked_count: z.number().int().meta({
+      description:
+        'queued deliveries waiting for this circuit to close or the endpoint to be enabled (counted up to 10000)',
+    }),
     p50_ms: z.number().nullable(),
     p95_ms: z.number().nullable(),
     p99_ms: z.number().nullable(),
@@ -70,6 +92,12 @@ export const healthSchema = z
     failing_since: nullableTimestamp,
     enabled: z.boolean(),
     disabled_reason: z.string().nullable(),
+    client_certificate_expires_at: nullableTimestamp.optional().meta({
+      description: "the end of the endpoint's TLS client certificate; null without one",
+    }),
+    certificate_expiring: z.boolean().optional().meta({
+      description: 'true from 14 days before the client certificate expires (and after)',
+    }),
   })
   .meta({ id: 'EndpointHealth' });
 
@@ -159,8 +187,15 @@ export const attemptSchema = z
   })
   .meta({ id: 'Attempt' });
 
+/** On a single delivery's reads (not lists): which delivery a held one waits for. */
+const orderingHeadId = z.string().nullable().meta({
+  description:
+    'for parked: behind_ordering_key, the delivery at the head of its key, which it waits for; null otherwise',
+});
+
 export const deliveryDetailSchema = deliverySchema
   .extend({
+    ordering_head_id: orderingHeadId,
     payload: z.unknown().meta({ description: 'the payload as JSON (null once erased)' }),
     attempts: z.array(attemptSchema).meta({ description: 'every attempt, in the order they started' }),
     replays: z.array(
@@ -181,24 +216,54 @@ export const enqueueResultSchema = z
     message_id: z.string(),
     duplicate: z.boolean().meta({ description: 'true when an earlier identical request made these' }),
     deliveries: z.array(z.object({ id: z.string(), endpoint_id: z.string(), status: z.string() })),
+    filtered: z.array(z.string()).meta({
+      description:
+        'endpoints that would have received the event but whose filter it did not match (no delivery); empty on a repeated request, where no filter ran',
+    }),
+    unrouted: z.literal(true).optional().meta({
+      description:
+        'present on a fan-out (no endpoint_id) that reached no endpoint: none of the tenant subscribes to the event type',
+    }),
+    warning: z
+      .string()
+      .optional()
+      .meta({ description: 'with unrouted: what happened, for a person reading it' }),
   })
   .meta({ id: 'EnqueueResult' });
 
-export const replayedDeliverySchema = deliverySchema.extend({ audit_id: z.string() });
+export const replayedDeliverySchema = deliverySchema.extend({
+  ordering_head_id: orderingHeadId,
+  audit_id: z.string(),
+});
 
 export const analysisSchema = z.object({
   hours: z.number(),
   endpoints: z.array(
     z.object({
       endpoint_id: z.string(),
+      endpoint_url: z.string().nullable().meta({
+        description:
+          "the endpoint's URL as origin and path only: no query string or user info, where partners put tokens",
+      }),
+      endpoint_description: z.string().nullable(),
       dead_count: z.number().int(),
       primary_error: z.string().nullable(),
       primary_status_code: z.number().int().nullable(),
+      error_counts: z
+        .record(z.string(), z.number().int())
+        .meta({ description: 'dead letters per last error class (http_503, connection_refused, …)' }),
       first_dead_at: timestamp,
       last_dead_at: timestamp,
       avg_attempts: z.number(),
-      pattern: z.enum(['outage_cluster', 'auth_failure', 'rate_limited', 'gradual_drip', 'mixed']),
-      advice: z.string(),
+      pattern: z.enum(DEAD_LETTER_PATTERNS).meta({
+        description:
+          'what the set has in common: a cause (hookpost_config: one of hookpost’s own settings; tls_failure, ' +
+          'auth_failure, rate_limited, rejected, endpoint_moved), a shape in time (outage_cluster, gradual_drip), ' +
+          'a dominant symptom (unreachable, server_errors, timeouts), or mixed',
+      }),
+      advice: z
+        .string()
+        .meta({ description: 'one line; names the setting to change when hookpost caused it' }),
     }),
   ),
 });
@@ -210,6 +275,18 @@ export const bulkReplaySchema = z.object({
   matched: z.number().int(),
   replayed: z.number().int(),
   skipped: z.number().int(),
+  open_circuits: z
+    .array(
+      z.object({
+        endpoint_id: z.string(),
+        state: z.enum(['open', 'half_open']),
+        next_probe_at: nullableTimestamp,
+      }),
+    )
+    .meta({
+      description:
+        'endpoints among the matched whose circuit is not closed: their replayed deliveries wait for it (the next probe, or POST /v1/endpoints/{id}/close-circuit)',
+    }),
 });
 
 export const replayAuditSchema = z.object({
@@ -223,8 +300,10 @@ export const replayAuditSchema = z.object({
   state: z.string(),
   filter: z.record(z.string(), z.unknown()),
   dry_run: z.boolean(),
+  kind: z.enum(['replay', 'resend']).describe('a bulk replay of dead letters, or a resend of a time range'),
   matched: z.number().int(),
-  replayed: z.number().int(),
+  replayed: z.number().int().optional().describe('a replay: deliveries requeued so far'),
+  resent: z.number().int().optional().describe('a resend: deliveries sent again so far'),
   skipped: z.number().int(),
 });
 
@@ -239,105 +318,13 @@ export const pipelineSchema = z
     oldest_pending_age_seconds: z.number(),
     avg_delivery_ms_last_hour: z.number().nullable(),
     open_circuits: z.number().int(),
+    unrouted_last_hour: z.number().int().meta({
+      description:
+        'fan-out messages of the last hour that no endpoint subscribes to (accepted, delivered nowhere)',
+    }),
   })
   .meta({ id: 'Pipeline' });
 
-export const tenantSchema = z
-  .object({
-    id: z.string().meta({ examples: ['customer_42'] }),
-    name: z.string(),
-    metadata: z.record(z.string(), z.unknown()),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Tenant' });
-
-export const tenantWithCountsSchema = tenantSchema
-  .extend({
-    endpoints: z.number().int(),
-    queued_deliveries: z.number().int(),
-    dead_letters: z.number().int(),
-  })
-  .meta({ id: 'TenantWithCounts' });
-
-export const tenantDeletedSchema = z.object({
-  id: z.string(),
-  deleted: z.literal(true),
-  endpoints_deleted: z.number().int(),
-  deliveries_cancelled: z.number().int(),
-});
-
-const scopeEnum = z.enum(SCOPES);
-
-export const portalSessionSchema = z.object({
-  id: z.string().meta({ description: 'the session key id (key_…), revocable with DELETE /v1/api-keys/{id}' }),
-  url: z.string().meta({ description: '/portal signed in: the token is in the URL fragment' }),
-  token: z.string().meta({ description: 'hpk_…, bound to the tenant' }),
-  tenant_id: z.string(),
-  scopes: z.array(scopeEnum),
-  expires_at: timestamp,
-});
-
-export const apiKeySchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    kind: z.enum(['key', 'admin', 'portal']),
-    prefix: z.string().meta({ description: 'the first characters of the key, to recognise it' }),
-    scopes: z.array(scopeEnum),
-    tenant_id: z.string().nullable(),
-    rate_limit_per_second: z.number().nullable(),
-    expires_at: nullableTimestamp,
-    created_at: timestamp,
-    created_by: z.string().nullable(),
-    last_used_at: nullableTimestamp,
-    revoked_at: nullableTimestamp,
-  })
-  .meta({ id: 'ApiKey' });
-
-export const apiKeyCreatedSchema = apiKeySchema
-  .extend({ key: z.string().meta({ description: 'hpk_…, shown only here' }) })
-  .meta({ id: 'ApiKeyCreated' });
-
-export const auditEntrySchema = z
-  .object({
-    id: z.string(),
-    at: timestamp,
-    actor_key_id: z.string(),
-    actor_name: z.string(),
-    action: z.string().meta({ examples: ['endpoint.created', 'portal_session.created'] }),
-    resource_type: z.string(),
-    resource_id: z.string(),
-    tenant_id: z.string().nullable(),
-    details: z.record(z.string(), z.unknown()).meta({ description: 'field names and ids, never secrets' }),
-    replay: z
-      .object({
-        state: z.string(),
-        matched: z.number().int(),
-        replayed: z.number().int(),
-        skipped: z.number().int(),
-      })
-      .nullable(),
-  })
-  .meta({ id: 'AuditEntry' });
-
-export const eventTypeSchema = z
-  .object({
-    name: z.string().meta({ examples: ['order.created'] }),
-    description: z.string(),
-    schema: z
-      .union([z.record(z.string(), z.unknown()), z.boolean()])
-      .nullable()
-      .meta({ description: 'JSON Schema (draft 2020-12) payloads are validated against' }),
-    example: z.unknown(),
-    deprecated: z.boolean(),
-    schema_version: z.number().int(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'EventType' });
-
-/** `{data: [...], next_cursor}`: keyset pagination, pass next_cursor back as ?cursor=. */
 export function page<T extends z.ZodType>(item: T) {
   return z.object({ data: z.array(item), next_cursor: z.string().nullable() });
 }

@@ -38,7 +38,8 @@ function queryString(query) {
  */
 export function createApi(store, onUnauthorized) {
   async function call(method, path, { query, body } = {}) {
-    const headers = { authorization: `Bearer ${store.get() ?? ''}` };
+    const key = store.get();
+    const headers = { authorization: `Bearer ${key ?? ''}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(path + queryString(query), {
       method,
@@ -50,7 +51,8 @@ export function createApi(store, onUnauthorized) {
     const data = await res.json().catch(() => null);
     if (!res.ok) {
       const error = data?.error ?? {};
-      if (res.status === 401) onUnauthorized?.();
+      // Once per refused key: several calls of one view refused together sign out once.
+      if (res.status === 401 && key && store.get() === key) onUnauthorized?.();
       throw new ApiError(
         res.status,
         error.code ?? 'http_error',

@@ -95,3 +95,25 @@ export function actionButton(label, action, attrs = {}) {
 export function section(title, ...children) {
   return h('section', { class: 'card' }, h('h2', {}, title), ...children);
 }
+
+/**
+ * A button for an action that needs a second thought (disable, delete): the first click shows
+ * what will happen, a confirm button and Cancel in its place; only the confirm runs `action`.
+ * `confirmLabel` names the action and its object ("Delete ep_… for good").
+ */
+export function confirmButton(label, { confirmLabel, explain, action, attrs = {}, danger = true }) {
+  const holder = h('span', { class: 'confirm' });
+  const ask = h('button', { type: 'button', class: 'secondary', ...attrs }, label);
+  const confirm = actionButton(confirmLabel, action, { class: danger ? 'danger' : '' });
+  const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+  const question = h('span', { class: 'confirm-question' }, explain, ' ', confirm, ' ', cancel);
+  ask.addEventListener('click', () => {
+    replace(holder, question);
+    confirm.focus();
+  });
+  cancel.addEventListener('click', () => {
+    replace(holder, ask);
+    ask.focus();
+  });
+  return replace(holder, ask);
+}

@@ -47,7 +47,11 @@ export function latencyChart(el, series) {
     h(
       'details',
       {},
-      h('summary', {}, `Figures (${series.points.length} points of ${series.step_minutes} min)`),
+      h(
+        'summary',
+        {},
+        `Figures (${series.points.length} point${series.points.length === 1 ? '' : 's'} of ${series.step_minutes} min)`,
+      ),
       h(
         'div',
         { class: 'table-wrap' },

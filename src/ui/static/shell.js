@@ -24,7 +24,24 @@ export function createShell({ store, view, nav, notice, routes, home, onUnauthor
   let timers = [];
   let noticeTimer;
 
-  function notify(message, kind = 'info') {
+  /**
+   * Reports on an action. With `near` (an element of the form or section the action belongs to)
+   * the message goes into that form's or section's own status line, where the person is looking,
+   * so no toast ever covers the form it reports on; without, in the page-wide toast (messages
+   * that belong to no form, such as a failed background refresh).
+   */
+  function notify(message, kind = 'info', near = undefined) {
+    const target = near?.closest?.('form, section');
+    if (target) {
+      let line = [...target.children].find((c) => c.classList.contains('inline-notice'));
+      if (!line) {
+        line = h('p', { class: 'inline-notice', role: 'status', 'aria-live': 'polite' });
+        target.append(line);
+      }
+      line.textContent = message;
+      line.className = `inline-notice ${kind}`;
+      return;
+    }
     notice.textContent = message;
     notice.className = `notice ${kind}`;
     clearTimeout(noticeTimer);
@@ -43,12 +60,12 @@ export function createShell({ store, view, nav, notice, routes, home, onUnauthor
     ...options,
     api: createApi(store, onUnauthorized),
     notify,
-    /** Runs an action, showing its API error instead of throwing. */
-    async run(action) {
+    /** Runs an action, showing its API error (near `near`, see notify) instead of throwing. */
+    async run(action, near = undefined) {
       try {
         return await action();
       } catch (error) {
-        notify(describe(error), 'error');
+        notify(describe(error), 'error', near);
         return undefined;
       }
     },

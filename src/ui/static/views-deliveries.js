@@ -5,7 +5,14 @@
 import { listFilters } from './api.js';
 import { actionButton, field, h, replace, section, table } from './dom.js';
 import { badge, count, ms, time } from './format.js';
-import { followDelivery, localToIso, replayButton } from './views-dead-letters.js';
+import {
+  endpointsById,
+  followDelivery,
+  localToIso,
+  replayBlocker,
+  replayButton,
+} from './views-dead-letters.js';
+import { waitingReason, waitingShort } from './waiting.js';
 
 const enc = encodeURIComponent;
 const LABELS = {
@@ -55,7 +62,7 @@ export function deliveryColumns(withTenant = false) {
       class: 'id',
     },
     { label: 'Event type', value: (d) => d.event_type },
-    { label: 'Status', value: (d) => badge(d.status) },
+    { label: 'Status', value: (d) => [badge(d.status), waitingShort(d)] },
     { label: 'Attempts', value: (d) => count(d.attempt_count), class: 'num' },
     { label: 'Last', value: (d) => [d.last_status_code ?? '', ' ', d.last_error_class ?? ''] },
     { label: 'Created', value: (d) => time(d.created_at) },
@@ -147,7 +154,14 @@ function replaysTable(replays) {
 
 export async function deliveryView(ctx, view, id) {
   const d = await ctx.api.get(`/v1/deliveries/${enc(id)}`);
+  const endpoint = (await endpointsById(ctx.api, [d.endpoint_id])).get(d.endpoint_id);
   const status = h('span', { class: 'status', 'data-status': d.status }, badge(d.status));
+  const rerender = () => (view.isConnected ? deliveryView(ctx, view, id) : undefined);
+  // Queued: why it waits and until when, instead of a bare (and, when parked, empty) next attempt.
+  const waiting = waitingReason(ctx, d, endpoint, async () => {
+    await rerender();
+    return view.querySelector('.status');
+  });
   const pairs = [
     ['Status', status],
     ['Message', d.message_id],
@@ -155,14 +169,14 @@ export async function deliveryView(ctx, view, id) {
     ['Endpoint', h('a', { href: `#/endpoints/${enc(d.endpoint_id)}` }, d.endpoint_id)],
     ['Event type', d.event_type],
     ['Event id', d.event_id ?? '–'],
+    ...(d.ordering_key ? [['Ordering key', `${d.ordering_key} (#${d.sequence})`]] : []),
     ['Attempts', count(d.attempt_count)],
-    ['Next attempt', time(d.next_attempt_at)],
+    ...(waiting ? [['Why it waits', waiting]] : []),
     ['Created', time(d.created_at)],
     ['Delivered', time(d.delivered_at)],
     ['Dead-lettered', time(d.dead_at)],
   ];
-  const rerender = () => (view.isConnected ? deliveryView(ctx, view, id) : undefined);
-  const replay = replayButton(ctx, d, status, rerender);
+  const replay = replayButton(ctx, d, status, { blocker: replayBlocker(d, endpoint), onSettled: rerender });
   const refresh = actionButton('Refresh', () => ctx.run(() => deliveryView(ctx, view, id)), {
     class: 'secondary',
   });

@@ -1,6 +1,7 @@
 /** The pipeline at a glance: GET /v1/pipeline, refreshed every few seconds. */
 import { h, replace, section, table } from './dom.js';
 import { badge, count, ms, seconds, time } from './format.js';
+import { endpointLabel } from './views-dead-letters.js';
 
 const FIGURES = [
   ['pending', 'Pending', count],
@@ -12,6 +13,8 @@ const FIGURES = [
   ['oldest_pending_age_seconds', 'Oldest pending', seconds],
   ['avg_delivery_ms_last_hour', 'Avg delivery, last hour', ms],
   ['open_circuits', 'Open circuits', count],
+  // Accepted events that no endpoint subscribes to: delivered nowhere (not an error by itself).
+  ['unrouted_last_hour', 'Unrouted events, last hour', count],
 ];
 
 export const REFRESH_MS = 3000;
@@ -45,6 +48,7 @@ export async function pipelineView(ctx, view) {
       cell.textContent = format(p[key]);
       cell.dataset.value = String(p[key] ?? '');
       cell.classList.toggle('alert', (key === 'dead_letter' || key === 'open_circuits') && p[key] > 0);
+      cell.classList.toggle('notable', key === 'unrouted_last_hour' && p[key] > 0);
     }
     updated.textContent = `Updated ${new Date().toLocaleTimeString('en-GB')}, every ${REFRESH_MS / 1000} s.`;
   }
@@ -59,10 +63,14 @@ export async function pipelineView(ctx, view) {
       table(
         'Dead letters by endpoint',
         [
-          { label: 'Endpoint', value: (r) => link(r.endpoint_id, 'endpoints'), class: 'id' },
+          {
+            label: 'Endpoint',
+            value: (r) => endpointLabel(r.endpoint_id, r.endpoint_url, r.endpoint_description),
+            class: 'id',
+          },
           { label: 'Dead', value: (r) => count(r.dead_count), class: 'num' },
           { label: 'Pattern', value: (r) => badge(r.pattern) },
-          { label: 'Advice', value: (r) => r.advice, class: 'wrap' },
+          { label: 'Advice', value: (r) => r.advice, class: 'wrap advice' },
           { label: 'Last', value: (r) => time(r.last_dead_at) },
         ],
         analysis.endpoints,

@@ -26,13 +26,13 @@ export function resendSection(ctx, endpointId) {
   const resend = actionButton('Resend', async () => {
     await ctx.run(async () => {
       const started = await ctx.api.post(path, body());
-      let audit = { ...started, replayed: started.resent };
+      let audit = started;
       while (audit.state === 'running' && result.isConnected) {
-        result.textContent = `Resending ${count(audit.matched)}: ${count(audit.replayed)} queued.`;
+        result.textContent = `Resending ${count(audit.matched)}: ${count(audit.resent)} queued.`;
         await new Promise((r) => setTimeout(r, 1000));
         audit = await ctx.api.get(`/v1/dead-letters/replays/${enc(started.audit_id)}`);
       }
-      result.textContent = `Resend ${audit.state ?? 'finished'}: ${count(audit.replayed)} of ${count(audit.matched)} queued, ${count(audit.skipped)} skipped.`;
+      result.textContent = `Resend ${audit.state ?? 'finished'}: ${count(audit.resent)} of ${count(audit.matched)} queued, ${count(audit.skipped)} skipped.`;
     });
   });
   resend.disabled = true;
