@@ -131,6 +131,10 @@ describe('partner portal: a session link while signed in', { skip }, () => {
     assert.equal(new URL(page.url()).hash, '#/endpoints');
     assert.equal(await page.locator('#tenant').textContent(), 'tenant_b');
     await page.getByText('No endpoints yet: create one below.').waitFor();
+    // And it stays so: no answer for tenant A's session (a view's request sent before the switch)
+    // puts A's name back.
+    await page.waitForLoadState('networkidle');
+    assert.equal(await page.locator('#tenant').textContent(), 'tenant_b');
     assert.equal(await page.locator('tr', { hasText: endpointA }).count(), 0);
   });
 

@@ -71,10 +71,6 @@ const { ctx, route, stop } = createShell({
   options: {
     singleTenant: true,
     hiddenFilters: ['tenant_id'],
-    /** The views tell the shell which tenant the key belongs to once they see it. */
-    showTenant: (id) => {
-      if (id) tenantLabel.textContent = id;
-    },
   },
   routes: [
     // The admin page's endpoint views, worded for a partner and confined to the key's tenant.
@@ -105,14 +101,16 @@ function signedIn() {
   nav.hidden = false;
   signOut.hidden = false;
   route();
-  // Which tenant this is, shown whether or not its views have rows that say so.
+  // Which tenant this is, from the key itself: only an answer for the key still stored names it
+  // (the views no longer do: a view's answer for the session just switched from could arrive
+  // after the switch and put the old tenant's name back).
   const key = store.get();
   ctx.api
     .get('/v1/whoami')
     .then((me) => {
       if (store.get() === key) tenantLabel.textContent = tenantName(me.tenant_id);
     })
-    .catch(() => {}); // a 401 has signed out already; anything else leaves the label to the views
+    .catch(() => {}); // a 401 has signed out already; anything else leaves the label empty
 }
 
 function closePrompt() {

@@ -76,7 +76,6 @@ function createSection(ctx, types, revealed, refresh) {
       label: 'New endpoint',
       submitLabel: 'Create endpoint',
       onSaved: async (created) => {
-        ctx.showTenant?.(created.tenant_id);
         const form = build();
         replace(holder, form);
         revealCreated(ctx, revealed, created, form);
@@ -112,7 +111,6 @@ export async function endpointsView(ctx, view, query, { title = 'Endpoints' } = 
   }
   async function render() {
     const rows = await endpointsWithHealth(ctx.api, 500, tenantId);
-    ctx.showTenant?.(rows[0]?.tenant_id);
     const withTenant = !ctx.singleTenant && rows.some((e) => e.tenant_id !== undefined);
     const empty = ctx.singleTenant ? 'No endpoints yet: create one below.' : 'No endpoints yet.';
     replace(holder, table('Endpoints', endpointColumns(ctx, render, withTenant), rows, empty));
@@ -176,7 +174,6 @@ export async function endpointView(ctx, view, id, extras = undefined) {
     ctx.api.get(`/v1/endpoints/${enc(id)}/health`),
     catalog(ctx.api),
   ]);
-  ctx.showTenant?.(e.tenant_id);
   const chart = h('div', { class: 'chart', role: 'img', 'aria-label': `Latency of ${id} over 24 hours` });
   const rerender = () => (view.isConnected ? endpointView(ctx, view, id, extras) : undefined);
   // After Retry now: the page as it now is, and the report in its Health section.
