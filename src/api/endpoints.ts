@@ -1,116 +1,24 @@
 /** /v1/endpoints: create, list, read, update, delete, rotate the signing secret. */
 import { Hono } from 'hono';
-import { z } from 'zod';
 import type { Executor, Sql } from '../db/connect.js';
 import { policyFor, type RetryPolicy, redeliveryWindowSeconds } from '../deliveries/retry-policy.js';
 import { CredentialsError } from '../endpoints/credentials.js';
-import { HeadersPatchError, isMaskedHeaderValue } from '../endpoints/headers.js';
+import { HeadersPatchError } from '../endpoints/headers.js';
 import type { Endpoint, EndpointStore, SigningMaterial } from '../endpoints/store.js';
 import { urlProblem } from '../endpoints/targets.js';
 import { actorOf, recordAudit } from '../tenants/audit.js';
-import { DEFAULT_TENANT, narrowScope, TENANT_ID } from '../tenants/scope.js';
+import { DEFAULT_TENANT, narrowScope } from '../tenants/scope.js';
 import { lockTenant } from '../tenants/tenants.js';
 import { type ApiEnv, callerOf } from './auth.js';
 import { readJsonBody, validate } from './body.js';
+import { createSchema, type EndpointPatchBody, patchSchema, settingsOf } from './endpoint-body.js';
 import { checkEndpointCount } from './endpoint-count.js';
-import { credentialFields } from './endpoint-credentials.js';
 import { checkRetryPolicy } from './endpoint-retry-bounds.js';
 import { HttpError, notFound } from './errors.js';
-import { filterField, filterFromRequest } from './filters.js';
 import { pageCursor, pageLimit } from './pagination.js';
 import { tenantForWrite } from './tenant-arg.js';
-import {
-  checkHeaderNames as checkHeaderNameList,
-  headerValueSchema,
-  jsonObjectSchema,
-} from './validation.js';
 
 const MAX_BODY_BYTES = 256 * 1024;
-
-/** Headers hookpost sets itself; an endpoint may not override them. */
-const RESERVED_HEADERS = new Set([
-  'content-type',
-  'content-length',
-  'host',
-  'user-agent',
-  'connection',
-  'transfer-encoding',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
-const headerValue = headerValueSchema();
-
-function checkHeaderNames(headers: Record<string, unknown>, ctx: z.RefinementCtx) {
-  checkHeaderNameList(headers, ctx, RESERVED_HEADERS);
-}
-
-const headersSchema = z.record(z.string(), headerValue).superRefine(checkHeaderNames);
-/**
- * PATCH merges headers (endpoints/headers.ts): null removes one, null for the object removes all,
- * and the masked value GET showed (not a legal header value itself) keeps the stored one.
- */
-const headersPatchSchema = z
-  .record(z.string(), headerValueSchema(isMaskedHeaderValue).nullable())
-  .superRefine(checkHeaderNames)
-  .nullable();
-
-const fields = {
-  url: z.string().max(2048),
-  description: z.string().max(1024),
-  // An entry is an event type, or a prefix ending in `.*` (`order.*` matches `order.created`).
-  event_types: z
-    .array(
-      z
-        .string()
-        .min(1)
-        .max(256)
-        .regex(/^[^*]*[^*.](\.\*)?$/, 'must be an event type or a prefix ending in .* (like order.*)'),
-    )
-    .max(256),
-  rate_limit_per_second: z.number().positive().max(100_000).nullable(),
-  max_in_flight: z.number().int().positive().max(10_000).nullable(),
-  // Per-endpoint retry policy (null: the global default); the bounds are sql/0007's checks.
-  max_attempts: z.number().int().min(1).max(50).nullable(),
-  retry_base_seconds: z.number().min(0.1).max(86_400).nullable(),
-  retry_cap_seconds: z.number().min(0.1).max(604_800).nullable(),
-  headers: headersSchema,
-  metadata: jsonObjectSchema(),
-  filter: filterField,
-  propagate_trace: z.boolean(),
-};
-
-export const createSchema = z.strictObject({
-  tenant_id: z.string().regex(TENANT_ID, 'must be 1-128 of A-Za-z0-9._:-').optional(),
-  url: fields.url,
-  description: fields.description.optional(),
-  event_types: fields.event_types.optional(),
-  rate_limit_per_second: fields.rate_limit_per_second.optional(),
-  max_in_flight: fields.max_in_flight.optional(),
-  max_attempts: fields.max_attempts.optional(),
-  retry_base_seconds: fields.retry_base_seconds.optional(),
-  retry_cap_seconds: fields.retry_cap_seconds.optional(),
-  headers: fields.headers.optional(),
-  metadata: fields.metadata.optional(),
-  filter: fields.filter.optional(),
-  propagate_trace: fields.propagate_trace.optional(),
-  signature_scheme: z.enum(['v1', 'v1a']).optional(),
-  auth: credentialFields.auth.optional(),
-  tls: credentialFields.tls.optional(),
-  legacy_signature: credentialFields.legacy_signature.optional(),
-});
-
-// The signature scheme is fixed at creation (a partner's verifier is built for one), and so is
-// the tenant.
-export const patchSchema = createSchema
-  .omit({ signature_scheme: true, tenant_id: true })
-  .partial()
-  .extend({ enabled: z.boolean().optional(), headers: headersPatchSchema.optional() });
 
 /** The public JSON shape of an endpoint (snake_case, as in the contract). */
 export function endpointJson(e: Endpoint, retry?: { policy: RetryPolicy; requestTimeoutMs: number }) {
@@ -153,7 +61,7 @@ function checkUrl(url: string | undefined, allowPrivate: boolean, field = 'url')
 }
 
 /** The URL and, with OAuth, the token URL: both are fetched from the dispatcher, both vetted. */
-function checkUrls(body: z.infer<typeof patchSchema>, allowPrivate: boolean) {
+function checkUrls(body: EndpointPatchBody, allowPrivate: boolean) {
   checkUrl(body.url, allowPrivate);
   if (body.auth?.type === 'oauth2_client_credentials')
     checkUrl(body.auth.token_url, allowPrivate, 'auth.token_url');
@@ -172,11 +80,6 @@ async function withHeaderProblems<T>(run: () => Promise<T>): Promise<T> {
       { field: error.field, message: error.message.slice(error.field.length + 2) },
     ]);
   }
-}
-
-/** The credentials part of a create or PATCH body, as the store takes it. */
-function credentialsOf(body: z.infer<typeof patchSchema>) {
-  return { auth: body.auth, tls: body.tls, legacy_signature: body.legacy_signature };
 }
 
 /** The once-only part of a create or rotate answer: `secret` (v1) or `public_key` (v1a). */
@@ -220,21 +123,11 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
     const { endpoint, signing } = await withHeaderProblems(() =>
       deps.endpoints.create(
         {
+          ...settingsOf(body),
           tenantId,
           url: body.url,
-          description: body.description,
-          eventTypes: body.event_types,
-          rateLimitPerSecond: body.rate_limit_per_second,
-          maxInFlight: body.max_in_flight,
-          propagateTrace: body.propagate_trace,
-          maxAttempts: body.max_attempts,
-          retryBaseSeconds: body.retry_base_seconds,
-          retryCapSeconds: body.retry_cap_seconds,
           headers: body.headers,
-          metadata: body.metadata,
-          filter: filterFromRequest(body.filter),
           signatureScheme: body.signature_scheme,
-          credentials: credentialsOf(body),
         },
         { admit },
       ),
@@ -279,20 +172,10 @@ export function endpointRoutes(deps: EndpointRoutesDeps) {
     }
     const updated = await withHeaderProblems(() =>
       deps.endpoints.update(caller, c.req.param('id'), {
+        ...settingsOf(body),
         url: body.url,
-        description: body.description,
-        eventTypes: body.event_types,
-        rateLimitPerSecond: body.rate_limit_per_second,
-        maxInFlight: body.max_in_flight,
-        propagateTrace: body.propagate_trace,
-        maxAttempts: body.max_attempts,
-        retryBaseSeconds: body.retry_base_seconds,
-        retryCapSeconds: body.retry_cap_seconds,
         headers: body.headers,
-        metadata: body.metadata,
-        filter: filterFromRequest(body.filter),
         enabled: body.enabled,
-        credentials: credentialsOf(body),
       }),
     );
     if (!updated) notFound('endpoint', c.req.param('id'));

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { DELIVERY_STATUSES } from '../../deliveries/read.js';
 import { analysisQuery, replayBody } from '../dead-letters.js';
-import { createSchema, patchSchema } from '../endpoints.js';
+import { createSchema, patchSchema } from '../endpoint-body.js';
 import { batchItemSchema, batchSchema, itemSchema } from '../enqueue-items.js';
 import { enqueueRefusals, tooManyRunsRefusal } from './refusals.js';
 import { documentRoute } from './registry.js';
