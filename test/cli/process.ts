@@ -24,12 +24,15 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** How long a stopped process may take to exit (its steps are bounded by HOOKPOST_SHUTDOWN_TIMEOUT_MS, 20 s by default, and a few seconds more). */
+const STOP_TIMEOUT_MS = 45_000;
+
 export interface HookpostProcess {
   child: ChildProcess;
   output(): string;
   /** Resolves when the output contains `text`. */
   waitForOutput(text: string | RegExp, timeoutMs?: number): Promise<string>;
-  /** Sends a signal and resolves with the exit code. */
+  /** Sends a signal and resolves with the exit code; throws if the process has not exited in 45 s. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   exited: Promise<number | null>;
 }
@@ -71,8 +74,21 @@ export function runHookpost(
       return out;
     },
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null) child.kill(signal);
-      return exited;
+      if (child.exitCode !== null) return exited;
+      child.kill(signal);
+      // A shutdown that never ends is a failure to report, not a test run that hangs.
+      let hung = false;
+      const timer = setTimeout(() => {
+        hung = true;
+        child.kill('SIGKILL');
+      }, STOP_TIMEOUT_MS);
+      const code = await exited;
+      clearTimeout(timer);
+      if (hung)
+        throw new Error(
+          `hookpost had not exited ${STOP_TIMEOUT_MS} ms after ${signal}:\n${out.slice(-8000)}`,
+        );
+      return code;
     },
   };
 }
