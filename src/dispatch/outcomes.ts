@@ -45,8 +45,12 @@ export function createOutcomeHandler(
   return {
     withFailures: async (tx, applied) => {
       const changes = await breakers(tx, telling(applied));
-      for (const r of applied) counted.add(r);
-      return () => report(changes);
+      // Marked only once committed: a batch whose commit failed is written again, and what of it
+      // is left then (its failures may have been given up) must still reach the breaker.
+      return () => {
+        for (const r of applied) counted.add(r);
+        report(changes);
+      };
     },
     afterWrite: async (written) => {
       const batch = telling(written);

@@ -68,17 +68,18 @@ export async function completeAttempts(
   // A batch with keyed deliveries writes its results and releases their keys' next deliveries in
   // one transaction (one commit, no gap for a crash), as does one with work to commit beside it;
   // any other batch stays a lone statement.
-  if ('begin' in sql && (alongside || results.some((r) => r.keyed))) {
-    return (sql as Sql).begin(async (tx) => {
-      const applied = await settle(tx, results, opsEventsPerMinute);
-      await alongside?.(
-        tx,
-        results.filter((r) => applied.has(r.deliveryId)),
-      );
-      return applied;
-    });
-  }
-  return settle(sql, results, opsEventsPerMinute);
+  const write = async (tx: Executor) => {
+    const applied = await settle(tx, results, opsEventsPerMinute);
+    await alongside?.(
+      tx,
+      results.filter((r) => applied.has(r.deliveryId)),
+    );
+    return applied;
+  };
+  // Already inside a transaction (no begin): both run in it.
+  return 'begin' in sql && (alongside || results.some((r) => r.keyed))
+    ? (sql as Sql).begin(write)
+    : write(sql);
 }
 
 /** Work committed with a batch's results, given those that took effect. */
