@@ -17,8 +17,9 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import { type HookpostProcess, runHookpost } from '../cli/process.js';
+import type { HookpostProcess } from '../cli/process.js';
 import { type Receiver, startReceiver, TOKEN, waitFor } from '../helpers.js';
+import { startHookpostOn } from './hookpost-on.js';
 import { clusterRoot, type PgNode, preferredToolset, startPrimary, startStandby } from './pg-pair.js';
 import { freeFixedPort } from './ports.js';
 import { type Answer, byStatus, type SteadyLoad, sentBetween, startSteadyLoad } from './steady-load.js';
@@ -58,20 +59,15 @@ describe(`failover (${tools?.source})`, { skip }, () => {
       synchronous: true,
     });
     receiver = await startReceiver();
-    const apiPort = await freeFixedPort();
-    apiUrl = `http://127.0.0.1:${apiPort}`;
-    hookpost = runHookpost(['start'], {
-      // The standby first: the patched postgres.js skips it (read-write, hookpost's default here).
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${standby.port},127.0.0.1:${primary.port}/postgres`,
-      PORT: String(apiPort),
-      HOOKPOST_ADMIN_TOKEN: TOKEN,
-      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-      HOOKPOST_DATA_DIR: path.join(root, 'hookpost'),
-      HOOKPOST_POLL_INTERVAL_MS: '200',
-      HOOKPOST_DISPATCH_CONCURRENCY: String(CONCURRENCY),
-      LOG_LEVEL: 'info',
-    });
-    await hookpost.waitForOutput('hookpost is listening on', 60000);
+    // The standby first: the patched postgres.js skips it (read-write, hookpost's default here).
+    ({ hookpost, apiUrl } = await startHookpostOn(
+      `postgres://postgres@127.0.0.1:${standby.port},127.0.0.1:${primary.port}/postgres`,
+      root,
+      {
+        HOOKPOST_DISPATCH_CONCURRENCY: String(CONCURRENCY),
+        LOG_LEVEL: 'info',
+      },
+    ));
     const res = await fetch(`${apiUrl}/v1/endpoints`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },

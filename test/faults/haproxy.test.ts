@@ -15,9 +15,10 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import { type HookpostProcess, runHookpost } from '../cli/process.js';
+import type { HookpostProcess } from '../cli/process.js';
 import { type Receiver, startReceiver, TOKEN, waitFor } from '../helpers.js';
 import { skipUnlessInstalled } from '../system-binary.js';
+import { startHookpostOn } from './hookpost-on.js';
 import { runThroughOutage } from './outage-scenario.js';
 import { clusterRoot, type PgNode, preferredToolset, startPrimary, startStandby } from './pg-pair.js';
 import { freeFixedPort } from './ports.js';
@@ -118,17 +119,10 @@ describe('behind HAProxy', { skip }, () => {
       throw error;
     });
     receiver = await startReceiver();
-    const apiPort = await freeFixedPort();
-    apiUrl = `http://127.0.0.1:${apiPort}`;
-    hookpost = runHookpost(['start'], {
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${haproxyPort}/postgres`,
-      PORT: String(apiPort),
-      HOOKPOST_ADMIN_TOKEN: TOKEN,
-      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-      HOOKPOST_DATA_DIR: path.join(root, 'hookpost'),
-      HOOKPOST_POLL_INTERVAL_MS: '200',
-    });
-    await hookpost.waitForOutput('hookpost is listening on', 60000);
+    ({ hookpost, apiUrl } = await startHookpostOn(
+      `postgres://postgres@127.0.0.1:${haproxyPort}/postgres`,
+      root,
+    ));
   });
   after(async () => {
     if (hookpost && hookpost.child.exitCode === null) await hookpost.stop('SIGTERM');

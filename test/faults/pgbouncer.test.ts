@@ -13,9 +13,10 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runAsIds } from '../../src/db/embedded.js';
-import { type HookpostProcess, runHookpost } from '../cli/process.js';
-import { type Receiver, startReceiver, TOKEN, waitFor } from '../helpers.js';
+import type { HookpostProcess } from '../cli/process.js';
+import { type Receiver, startReceiver, waitFor } from '../helpers.js';
 import { skipUnlessInstalled } from '../system-binary.js';
+import { startHookpostOn } from './hookpost-on.js';
 import { runThroughOutage } from './outage-scenario.js';
 import { clusterRoot, type PgNode, preferredToolset, startPrimary } from './pg-pair.js';
 import { freeFixedPort } from './ports.js';
@@ -75,17 +76,7 @@ describe('behind PgBouncer', { skip }, () => {
         }),
     );
     receiver = await startReceiver();
-    const apiPort = await freeFixedPort();
-    apiUrl = `http://127.0.0.1:${apiPort}`;
-    hookpost = runHookpost(['start'], {
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`,
-      PORT: String(apiPort),
-      HOOKPOST_ADMIN_TOKEN: TOKEN,
-      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-      HOOKPOST_DATA_DIR: path.join(root, 'hookpost'),
-      HOOKPOST_POLL_INTERVAL_MS: '200',
-    });
-    await hookpost.waitForOutput('hookpost is listening on', 60000);
+    ({ hookpost, apiUrl } = await startHookpostOn(`postgres://postgres@127.0.0.1:${port}/postgres`, root));
   });
   after(async () => {
     if (hookpost && hookpost.child.exitCode === null) await hookpost.stop('SIGTERM');

@@ -12,8 +12,9 @@ import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type HookpostProcess, runHookpost } from '../cli/process.js';
+import type { HookpostProcess } from '../cli/process.js';
 import { type Receiver, startReceiver, TOKEN, waitFor } from '../helpers.js';
+import { startHookpostOn } from './hookpost-on.js';
 import { clusterRoot, type PgNode, preferredToolset, startPrimary, startStandby } from './pg-pair.js';
 import { freeFixedPort } from './ports.js';
 import { type CuttableProxy, startProxy } from './tcp-proxy.js';
@@ -36,17 +37,7 @@ describe('a single-host URL that points at a standby, then at a primary again', 
     standby = await startStandby(primary, 'b', path.join(root, 'b'), await freeFixedPort());
     address = await startProxy(primary.port);
     receiver = await startReceiver();
-    const apiPort = await freeFixedPort();
-    apiUrl = `http://127.0.0.1:${apiPort}`;
-    hookpost = runHookpost(['start'], {
-      DATABASE_URL: address.via(primary.url()),
-      PORT: String(apiPort),
-      HOOKPOST_ADMIN_TOKEN: TOKEN,
-      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-      HOOKPOST_DATA_DIR: path.join(root, 'hookpost'),
-      HOOKPOST_POLL_INTERVAL_MS: '200',
-    });
-    await hookpost.waitForOutput('hookpost is listening on', 60000);
+    ({ hookpost, apiUrl } = await startHookpostOn(address.via(primary.url()), root));
     const res = await fetch(`${apiUrl}/v1/endpoints`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },

@@ -13,8 +13,9 @@ import type http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import { type HookpostProcess, runHookpost } from '../cli/process.js';
+import type { HookpostProcess } from '../cli/process.js';
 import { type Receiver, startReceiver, TOKEN, waitFor } from '../helpers.js';
+import { startHookpostOn } from './hookpost-on.js';
 import { clusterRoot, type PgNode, preferredToolset, startPrimary, startStandby } from './pg-pair.js';
 import { freeFixedPort } from './ports.js';
 import { type CuttableProxy, startProxy } from './tcp-proxy.js';
@@ -43,19 +44,14 @@ describe('rows stranded by a failover', {
       replicateVia: replication.port,
     });
     receiver = await startReceiver((_req, res) => (hold ? held.push(res) : res.writeHead(200).end()));
-    const apiPort = await freeFixedPort();
-    apiUrl = `http://127.0.0.1:${apiPort}`;
-    hookpost = runHookpost(['start'], {
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${standby.port},127.0.0.1:${primary.port}/postgres`,
-      PORT: String(apiPort),
-      HOOKPOST_ADMIN_TOKEN: TOKEN,
-      HOOKPOST_ALLOW_PRIVATE_TARGETS: 'true',
-      HOOKPOST_DATA_DIR: path.join(root, 'hookpost'),
-      HOOKPOST_POLL_INTERVAL_MS: '200',
-      HOOKPOST_LEASE_SECONDS: '60',
-      LOG_LEVEL: 'info',
-    });
-    await hookpost.waitForOutput('hookpost is listening on', 60000);
+    ({ hookpost, apiUrl } = await startHookpostOn(
+      `postgres://postgres@127.0.0.1:${standby.port},127.0.0.1:${primary.port}/postgres`,
+      root,
+      {
+        HOOKPOST_LEASE_SECONDS: '60',
+        LOG_LEVEL: 'info',
+      },
+    ));
   });
   after(async () => {
     for (const res of held.splice(0)) res.destroy();
