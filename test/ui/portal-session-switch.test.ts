@@ -123,6 +123,23 @@ describe('partner portal: a session link while signed in', { skip }, () => {
     await dialog.waitFor({ state: 'detached' });
     await actsAsA();
 
+    // The view put back behind the prompt renders with A's session; hold its list of endpoints
+    // until after Switch, as a slow answer would: the late answer (A's endpoint) must draw nothing
+    // and lead to no further request (its health, asked with B's session, would be a 404 drawn
+    // over B's page as "Something went wrong").
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let held = 0;
+    const endpointList = (url: URL) => url.pathname === '/v1/endpoints';
+    await page.route(endpointList, async (r) => {
+      if (r.request().headers().authorization === `Bearer ${tokenA}`) {
+        held += 1;
+        await released;
+      }
+      await r.continue();
+    });
     await page.evaluate(`location.hash = ${JSON.stringify(`#token=${encodeURIComponent(tokenB)}`)}`);
     await prompt().getByRole('button', { name: 'Switch to tenant_b' }).click();
     await prompt().waitFor({ state: 'detached' });
@@ -131,11 +148,15 @@ describe('partner portal: a session link while signed in', { skip }, () => {
     assert.equal(new URL(page.url()).hash, '#/endpoints');
     assert.equal(await page.locator('#tenant').textContent(), 'tenant_b');
     await page.getByText('No endpoints yet: create one below.').waitFor();
+    assert.equal(held, 1);
+    release();
     // And it stays so: no answer for tenant A's session (a view's request sent before the switch)
-    // puts A's name back.
+    // puts A's name or A's endpoints back.
     await page.waitForLoadState('networkidle');
+    await page.unroute(endpointList);
     assert.equal(await page.locator('#tenant').textContent(), 'tenant_b');
     assert.equal(await page.locator('tr', { hasText: endpointA }).count(), 0);
+    await page.getByText('No endpoints yet: create one below.').waitFor();
   });
 
   it('asks nothing for the session already signed in, and stays put for a link that no longer works', async () => {

@@ -12,6 +12,18 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Thrown instead of sending a request for a view that is no longer shown (the person navigated
+ * away, switched session or signed out meanwhile): its answer could only be drawn nowhere, and a
+ * request made with the key now stored for what the old key listed (another tenant's endpoint,
+ * say) would be refused.
+ */
+export class StaleViewError extends Error {
+  constructor() {
+    super('This view is no longer shown.');
+  }
+}
+
 /** Where one page keeps its key; the portal will use its own name. */
 export function keyStore(name) {
   return {
@@ -32,12 +44,14 @@ function queryString(query) {
 }
 
 /**
- * createApi(store, onUnauthorized): {get, post, patch, del}. Every call resolves to the parsed
- * JSON body or throws ApiError with the contract's error code and message; a 401 also calls
- * onUnauthorized (the key was revoked or mistyped).
+ * createApi(store, onUnauthorized, isCurrent?): {get, post, patch, del}. Every call resolves to
+ * the parsed JSON body or throws ApiError with the contract's error code and message; a 401 also
+ * calls onUnauthorized (the key was revoked or mistyped). With `isCurrent` (a view's api), a call
+ * made once it answers false throws StaleViewError and sends nothing.
  */
-export function createApi(store, onUnauthorized) {
+export function createApi(store, onUnauthorized, isCurrent = () => true) {
   async function call(method, path, { query, body } = {}) {
+    if (!isCurrent()) throw new StaleViewError();
     const key = store.get();
     const headers = { authorization: `Bearer ${key ?? ''}` };
     if (body !== undefined) headers['content-type'] = 'application/json';

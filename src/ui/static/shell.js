@@ -3,7 +3,7 @@
  * every, navigate) and a hash router over the views. Each page is a thin shell over this: it
  * brings its own key store, sign-in and list of routes.
  */
-import { ApiError, createApi } from './api.js';
+import { ApiError, createApi, StaleViewError } from './api.js';
 import { h, replace } from './dom.js';
 
 /** A message for people from whatever an action threw. */
@@ -23,6 +23,10 @@ export function describe(error) {
 export function createShell({ store, view, nav, notice, routes, home, onUnauthorized, options = {} }) {
   let timers = [];
   let noticeTimer;
+  // Which route() is current: a view still rendering when the next one starts (its requests sent
+  // with the session just switched from, say) must neither draw over its successor nor leave a
+  // refresh running behind it.
+  let generation = 0;
 
   /**
    * Reports on an action. With `near` (an element of the form or section the action belongs to)
@@ -52,6 +56,7 @@ export function createShell({ store, view, nav, notice, routes, home, onUnauthor
   }
 
   function stop() {
+    generation += 1;
     for (const t of timers) clearInterval(t);
     timers = [];
   }
@@ -65,13 +70,9 @@ export function createShell({ store, view, nav, notice, routes, home, onUnauthor
       try {
         return await action();
       } catch (error) {
-        notify(describe(error), 'error', near);
+        if (!(error instanceof StaleViewError)) notify(describe(error), 'error', near);
         return undefined;
       }
-    },
-    /** Repeats `fn` every `ms` while this view is shown. */
-    every(fn, ms) {
-      timers.push(setInterval(() => fn().catch((e) => notify(describe(e), 'error')), ms));
     },
     navigate(hash) {
       if (location.hash === hash) route();
@@ -98,21 +99,37 @@ export function createShell({ store, view, nav, notice, routes, home, onUnauthor
       return;
     }
     const [m, render] = match;
-    replace(view, h('p', { class: 'muted' }, 'Loading…'));
+    // Each view draws into its own slot and asks through its own api: once the next route() has
+    // replaced the slot, a late answer draws into a detached element, the view's further requests
+    // are never sent (StaleViewError) and its refreshes never started.
+    const mine = generation;
+    const slot = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+    const isCurrent = () => mine === generation;
+    const routeCtx = {
+      ...ctx,
+      api: createApi(store, onUnauthorized, isCurrent),
+      every(fn, ms) {
+        if (!isCurrent()) return;
+        const quietly = (e) => (e instanceof StaleViewError ? undefined : notify(describe(e), 'error'));
+        timers.push(setInterval(() => fn().catch(quietly), ms));
+      },
+    };
+    replace(view, slot);
     view.setAttribute('aria-busy', 'true');
     try {
-      await render(ctx, view, new URLSearchParams(search), ...m.slice(1).map(decodeURIComponent));
+      await render(routeCtx, slot, new URLSearchParams(search), ...m.slice(1).map(decodeURIComponent));
     } catch (error) {
       if (!(error instanceof ApiError && error.status === 401)) {
         replace(
-          view,
+          slot,
           h('h1', { tabindex: '-1' }, 'Something went wrong'),
           h('p', { class: 'error', role: 'alert' }, describe(error)),
         );
       }
     } finally {
-      view.removeAttribute('aria-busy');
+      if (isCurrent()) view.removeAttribute('aria-busy');
     }
+    if (!isCurrent()) return;
     // Move focus to the new view's heading so keyboard and screen-reader users land on it.
     if (document.activeElement === document.body || document.activeElement?.closest('nav'))
       view.querySelector('h1')?.focus();
