@@ -238,6 +238,19 @@ export function deliveredResult(
   };
 }
 
+/** A claim's attempt ending `status`: a 200 when delivered, else a retryable 500. */
+export function attemptResult(
+  claim: { id: string; endpointId: string; leaseToken: string; attempt: number },
+  status: CompletedAttempt['status'],
+): CompletedAttempt {
+  const failed = status !== 'delivered';
+  return deliveredResult(claim, {
+    durationMs: 5,
+    status,
+    ...(failed ? { statusCode: 500, outcome: 'retryable', errorClass: 'http_500' } : {}),
+  });
+}
+
 /** One claim's deliveries: the dispatcher's claim statement, without its next-due answer. */
 export async function claimDue(sql: Sql, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   return (await claimBatch(sql, options)).deliveries;

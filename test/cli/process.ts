@@ -92,3 +92,16 @@ export function runHookpost(
     },
   };
 }
+
+/**
+ * Resolves once `hp` prints that it listens. A process that does not get there is killed before
+ * the error is thrown: a caller that gets only the error never held it to stop it.
+ */
+export async function untilListening(hp: HookpostProcess, timeoutMs = 60000): Promise<void> {
+  try {
+    await hp.waitForOutput('hookpost is listening on', timeoutMs);
+  } catch (error) {
+    await hp.stop('SIGKILL');
+    throw error;
+  }
+}

@@ -1,13 +1,13 @@
 /** `hookpost start` as the database fault tests run it: against their own servers, on a port of their own. */
 import path from 'node:path';
-import { type HookpostProcess, runHookpost } from '../cli/process.js';
+import { type HookpostProcess, runHookpost, untilListening } from '../cli/process.js';
 import { TOKEN } from '../helpers.js';
 import { freeFixedPort } from './ports.js';
 
 /**
  * Starts `hookpost start` on `databaseUrl` (its data dir under `root`, the admin token TOKEN,
- * private targets allowed, a 200 ms poll, `env` on top) and resolves once it listens. A process
- * that does not get there is killed before the error is thrown: the caller never saw it to stop it.
+ * private targets allowed, a 200 ms poll, `env` on top) and resolves once it listens (a process
+ * that does not get there is killed, see untilListening).
  */
 export async function startHookpostOn(
   databaseUrl: string,
@@ -24,11 +24,6 @@ export async function startHookpostOn(
     HOOKPOST_POLL_INTERVAL_MS: '200',
     ...env,
   });
-  try {
-    await hookpost.waitForOutput('hookpost is listening on', 60000);
-  } catch (error) {
-    await hookpost.stop('SIGKILL');
-    throw error;
-  }
+  await untilListening(hookpost);
   return { hookpost, apiUrl: `http://127.0.0.1:${apiPort}` };
 }

@@ -155,7 +155,8 @@ describe('a proxy outage longer than the retry budget costs deliveries nothing',
   let receiver: Receiver;
 
   before(async () => {
-    proxy = await startTinyproxy();
+    // With a password, so the metrics check below has something it could leak.
+    proxy = await startTinyproxy({ user: 'hook', pass: 'proxy-pass-SECRET' });
     receiver = await startReceiver();
     db = await createTestDatabase();
   });

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type CompletedAttempt, completeAttempts } from '../../src/queue/complete.js';
+import { completeAttempts } from '../../src/queue/complete.js';
 import { releaseClaims } from '../../src/queue/hand-back.js';
 import { reapExpiredLeases } from '../../src/queue/reap.js';
 import {
+  attemptResult,
   claimDue as claim,
   createTestApp,
   createTestDatabase,
@@ -13,27 +14,6 @@ import {
 
 const claimDue = (sql: TestDatabase['sql'], limit: number, leaseSeconds: number) =>
   claim(sql, { limit, leaseSeconds, saturated: [], perEndpointLimit: 1000, limitedEndpoints: false });
-
-function result(
-  claim: { id: string; endpointId: string; leaseToken: string; attempt: number },
-  status: CompletedAttempt['status'],
-): CompletedAttempt {
-  return {
-    deliveryId: claim.id,
-    endpointId: claim.endpointId,
-    leaseToken: claim.leaseToken,
-    attempt: claim.attempt,
-    startedAt: new Date(),
-    durationMs: 5,
-    statusCode: status === 'delivered' ? 200 : 500,
-    outcome: status === 'delivered' ? 'success' : 'retryable',
-    errorClass: status === 'delivered' ? null : 'http_500',
-    error: null,
-    snippet: null,
-    status,
-    delayMs: 0,
-  };
-}
 
 describe('queue: claims, leases, late finishers', () => {
   let db: TestDatabase;
@@ -82,9 +62,9 @@ describe('queue: claims, leases, late finishers', () => {
     assert.notEqual(current!.leaseToken, old.leaseToken);
     assert.equal(current!.attempt, 2);
 
-    const applied = await completeAttempts(db.sql, [result(current!, 'delivered')]);
+    const applied = await completeAttempts(db.sql, [attemptResult(current!, 'delivered')]);
     assert.deepEqual([...applied], [current!.id]);
-    const late = await completeAttempts(db.sql, [result(old, 'failed')]);
+    const late = await completeAttempts(db.sql, [attemptResult(old, 'failed')]);
     assert.equal(late.size, 0, 'the stale lease changes nothing');
     const [row] = await db.sql`SELECT status, last_status_code FROM deliveries WHERE id = ${old.id}`;
     assert.equal(row!.status, 'delivered');

@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { claimBatch } from '../../src/queue/claim.js';
-import { type CompletedAttempt, completeAttempts } from '../../src/queue/complete.js';
+import { completeAttempts } from '../../src/queue/complete.js';
 import { releaseClaims } from '../../src/queue/hand-back.js';
 import { reapExpiredLeases } from '../../src/queue/reap.js';
 import { sweepUnclaimable } from '../../src/queue/states.js';
 import {
+  attemptResult,
   claimDue,
   createTestApp,
   createTestDatabase,
@@ -20,22 +21,6 @@ import {
 } from '../helpers.js';
 
 type Claim = Awaited<ReturnType<typeof claimDue>>[number];
-
-const result = (claim: Claim, status: CompletedAttempt['status']): CompletedAttempt => ({
-  deliveryId: claim.id,
-  endpointId: claim.endpointId,
-  leaseToken: claim.leaseToken,
-  attempt: claim.attempt,
-  startedAt: new Date(),
-  durationMs: 5,
-  statusCode: status === 'delivered' ? 200 : 500,
-  outcome: status === 'delivered' ? 'success' : 'retryable',
-  errorClass: status === 'delivered' ? null : 'http_500',
-  error: null,
-  snippet: null,
-  status,
-  delayMs: 0,
-});
 
 describe('queue states: parked, cancelled, never due but unclaimable', () => {
   let db: TestDatabase;
@@ -77,7 +62,7 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
     const ep = await endpointWith(3);
     const [a, b, c] = await claimAll(ep, 0.2);
     assert.equal((await patch(ep, { enabled: false })).status, 200);
-    await completeAttempts(db.sql, [result(a!, 'failed')]); // a retry result
+    await completeAttempts(db.sql, [attemptResult(a!, 'failed')]); // a retry result
     await releaseClaims(db.sql, [b!]); // a claim handed back unsent
     await new Promise((r) => setTimeout(r, 300));
     await reapExpiredLeases(db.sql, noBackoff(8)); // a lease that ran out
@@ -116,7 +101,7 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
     const waiting = (await rows(ep)).filter((r) => !r.leased).length;
     assert.equal(waiting, 1);
     assert.equal((await t.send('DELETE', `/v1/endpoints/${ep}`)).status, 204);
-    await completeAttempts(db.sql, [result(a!, 'failed'), result(b!, 'delivered')]);
+    await completeAttempts(db.sql, [attemptResult(a!, 'failed'), attemptResult(b!, 'delivered')]);
     await releaseClaims(db.sql, [c!]);
     await new Promise((r) => setTimeout(r, 300));
     const reaped = await reapExpiredLeases(db.sql, noBackoff(8));
@@ -133,7 +118,7 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
     await releaseClaims(db.sql, [b!]); // waiting, due, before the circuit opens
     await db.sql`
       UPDATE endpoint_health SET state = 'open', opened_at = now(), cooldown_seconds = 300 WHERE endpoint_id = ${ep}`;
-    await completeAttempts(db.sql, [result(a!, 'failed')]);
+    await completeAttempts(db.sql, [attemptResult(a!, 'failed')]);
     await enqueueMany(t.send, ep, 1);
     const parkedOf = async () =>
       new Map(
@@ -230,8 +215,8 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
       deadLettered: 1,
       cancelled: 0,
     });
-    const late = { ...result(a!, 'delivered'), attempt: 8 };
-    const applied = await completeAttempts(db.sql, [late, result(b!, 'delivered')]);
+    const late = { ...attemptResult(a!, 'delivered'), attempt: 8 };
+    const applied = await completeAttempts(db.sql, [late, attemptResult(b!, 'delivered')]);
     assert.equal(applied.size, 2);
     const [ra, rb] = await Promise.all(
       [a!, b!].map(
@@ -254,7 +239,7 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
       cancelled: 0,
     });
     // Judged on time (wrongly, here): the requeued row is left to be sent again, not settled.
-    const onTime = { ...result(a!, 'delivered'), mayBeLate: false };
+    const onTime = { ...attemptResult(a!, 'delivered'), mayBeLate: false };
     assert.equal((await completeAttempts(db.sql, [onTime])).size, 0);
     const [waiting] = await db.sql`SELECT count(*)::int AS n FROM delivery_queue WHERE endpoint_id = ${ep}`;
     assert.equal(waiting!.n, 1);

@@ -10,7 +10,13 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { freePort, type HookpostProcess, runHookpost, UNUSED_DATA_DIR } from '../cli/process.js';
+import {
+  freePort,
+  type HookpostProcess,
+  runHookpost,
+  UNUSED_DATA_DIR,
+  untilListening,
+} from '../cli/process.js';
 import { createTestDatabase, type Receiver, startReceiver, type TestDatabase, waitFor } from '../helpers.js';
 import { type OtlpSink, type SinkSpan, startOtlpSink } from './otlp-sink.js';
 
@@ -48,7 +54,7 @@ async function startHookpost(db: TestDatabase, env: Record<string, string>) {
     NODE_OPTIONS: `--import=${PRELOAD}`,
     ...env,
   });
-  await hp.waitForOutput('hookpost is listening');
+  await untilListening(hp);
   const api = async (method: string, route: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`http://127.0.0.1:${port}${route}`, {
       method,

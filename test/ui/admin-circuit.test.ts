@@ -25,7 +25,7 @@ import {
   waitFor,
 } from '../helpers.js';
 import { skipUnlessInstalled } from '../system-binary.js';
-import { launchChromium, screenshot, type Watched, watchedContext } from './browser.js';
+import { launchChromium, screenshot, signInToAdmin, type Watched, watchedContext } from './browser.js';
 
 const skip = skipUnlessInstalled(['chromium'], 'apt-get install -y chromium');
 
@@ -82,9 +82,7 @@ describe('an open circuit on /ui in Chromium', { skip }, () => {
     browser = await launchChromium();
     watched = await watchedContext(browser);
     page = await watched.newPage();
-    await page.goto(`http://127.0.0.1:${served.port}/ui`);
-    await page.getByLabel('API key').fill(TOKEN);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToAdmin(page, served.port, TOKEN);
     await page.locator('[data-metric]').first().waitFor();
   });
 

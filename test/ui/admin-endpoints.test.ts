@@ -24,7 +24,7 @@ import {
   TOKEN,
 } from '../helpers.js';
 import { skipUnlessInstalled } from '../system-binary.js';
-import { launchChromium, screenshot, type Watched, watchedContext } from './browser.js';
+import { launchChromium, screenshot, signInToAdmin, type Watched, watchedContext } from './browser.js';
 
 const skip = skipUnlessInstalled(['chromium'], 'apt-get install -y chromium');
 
@@ -74,9 +74,7 @@ describe('endpoint management on /ui in Chromium', { skip }, () => {
     browser = await launchChromium();
     watched = await watchedContext(browser);
     page = await watched.newPage();
-    await page.goto(`http://127.0.0.1:${served.port}/ui#/endpoints`);
-    await page.getByLabel('API key').fill(TOKEN);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToAdmin(page, served.port, TOKEN, '#/endpoints');
   });
 
   after(async () => {

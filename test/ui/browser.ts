@@ -96,3 +96,10 @@ export async function screenshot(page: Page, dir: string, name: string): Promise
 export function localDateTime(date: Date): string {
   return new Date(date.getTime() - date.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 }
+
+/** Opens /ui at `hash` (e.g. `#/endpoints`) on the hookpost at `port` and signs in with `token`. */
+export async function signInToAdmin(page: Page, port: number, token: string, hash = ''): Promise<void> {
+  await page.goto(`http://127.0.0.1:${port}/ui${hash}`);
+  await page.getByLabel('API key').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}

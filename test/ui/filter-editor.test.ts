@@ -13,7 +13,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { type ServedApp, serveApp } from '../../src/api/serve.js';
 import { createTestApp, createTestDatabase, type TestDatabase, TOKEN } from '../helpers.js';
 import { skipUnlessInstalled } from '../system-binary.js';
-import { launchChromium, screenshot, type Watched, watchedContext } from './browser.js';
+import { launchChromium, screenshot, signInToAdmin, type Watched, watchedContext } from './browser.js';
 
 const skip = skipUnlessInstalled(['chromium'], 'apt-get install -y chromium');
 
@@ -135,9 +135,7 @@ describe('the filter editor in Chromium', { skip }, () => {
 
   it("on /ui: writes a filter, tries it on the endpoint's tenant's recent events, saves it", async () => {
     const page = await watched.newPage();
-    await page.goto(`http://127.0.0.1:${served.port}/ui#/endpoints/${ids.acme}`);
-    await page.getByLabel('API key').fill(TOKEN);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToAdmin(page, served.port, TOKEN, `#/endpoints/${ids.acme}`);
     const form = page.getByRole('form', { name: `Edit ${ids.acme}` });
     await form.waitFor();
     await editFilter(page, form, 'acme');

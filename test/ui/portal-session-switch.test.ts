@@ -149,11 +149,25 @@ describe('partner portal: a session link while signed in', { skip }, () => {
     assert.equal(await page.locator('#tenant').textContent(), 'tenant_b');
     await page.getByText('No endpoints yet: create one below.').waitFor();
     assert.equal(held, 1);
+    // A's list now answers; on the old pages its endpoint's health was asked at once (with B's
+    // session), so a second without that request means none was made.
+    const late = page.waitForResponse(
+      (r) => endpointList(new URL(r.url())) && r.request().headers().authorization === `Bearer ${tokenA}`,
+    );
+    const healthOfA = page
+      .waitForRequest((r) => new URL(r.url()).pathname === `/v1/endpoints/${endpointA}/health`, {
+        timeout: 1000,
+      })
+      .then(
+        () => true,
+        () => false,
+      );
     release();
+    await late;
+    assert.equal(await healthOfA, false, "the view left behind asked for A's endpoint's health");
+    await page.unroute(endpointList);
     // And it stays so: no answer for tenant A's session (a view's request sent before the switch)
     // puts A's name or A's endpoints back.
-    await page.waitForLoadState('networkidle');
-    await page.unroute(endpointList);
     assert.equal(await page.locator('#tenant').textContent(), 'tenant_b');
     assert.equal(await page.locator('tr', { hasText: endpointA }).count(), 0);
     await page.getByText('No endpoints yet: create one below.').waitFor();
