@@ -11,25 +11,9 @@ import {
   checkHeaderNames as checkHeaderNameList,
   headerValueSchema,
   jsonObjectSchema,
+  RESERVED_HEADERS,
 } from './validation.js';
 
-/** Headers hookpost sets itself; an endpoint may not override them. */
-const RESERVED_HEADERS = new Set([
-  'content-type',
-  'content-length',
-  'host',
-  'user-agent',
-  'connection',
-  'transfer-encoding',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
 const headerValue = headerValueSchema();
 
 function checkHeaderNames(headers: Record<string, unknown>, ctx: z.RefinementCtx) {

@@ -5,21 +5,10 @@
  */
 import { z } from 'zod';
 import { isMaskedHeaderValue } from '../endpoints/headers.js';
-import { headerNameProblem, headerValueProblem } from './validation.js';
+import { headerNameProblem, headerValueSchema, RESERVED_HEADERS } from './validation.js';
 
 /** Headers a legacy signature may not use: hookpost sets them itself. */
-const LEGACY_RESERVED = new Set([
-  'content-type',
-  'content-length',
-  'host',
-  'user-agent',
-  'connection',
-  'transfer-encoding',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-  'hookpost-sequence',
-]);
+const LEGACY_RESERVED: ReadonlySet<string> = new Set([...RESERVED_HEADERS, 'hookpost-sequence']);
 
 /** A secret: 1-4096 characters, or the masked value a read showed. */
 function secretSchema(max = 4096) {
@@ -38,25 +27,13 @@ const legacyHeaderName = z
   })
   .meta({ description: 'the header the partner reads, like X-Signature' });
 
-/** Text that ends up in a header value: what undici will send. */
-function headerText(max: number) {
-  return z
-    .string()
-    .max(max)
-    .superRefine((value, ctx) => {
-      if (isMaskedHeaderValue(value)) return;
-      const problem = headerValueProblem(value);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    });
-}
-
 export const basicAuthSchema = z
   .strictObject({
     type: z.literal('basic'),
-    username: headerText(256)
+    username: headerValueSchema(undefined, 256)
       .min(1)
       .refine((u) => !u.includes(':'), { message: 'must not contain ":" (RFC 7617)' }),
-    password: headerText(1024)
+    password: headerValueSchema(isMaskedHeaderValue, 1024)
       .min(1)
       .meta({ description: 'masked on reads; send the masked value back to keep it' }),
   })
@@ -86,7 +63,9 @@ export const legacySignatureSchema = z
       description: 'HMAC-SHA256 key (its UTF-8 bytes); masked on reads, the masked value keeps it',
     }),
     encoding: z.enum(['hex', 'base64']),
-    prefix: headerText(64).optional().meta({ description: 'put before the digest, like sha256=' }),
+    prefix: headerValueSchema(undefined, 64)
+      .optional()
+      .meta({ description: 'put before the digest, like sha256=' }),
     content: z
       .enum(['body', 'timestamp.body'])
       .meta({ description: 'what is signed: the body, or `<unix seconds>.<body>`' }),

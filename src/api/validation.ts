@@ -84,14 +84,31 @@ export function headerValueProblem(value: string): string | undefined {
   return 'may contain only tab, printable ASCII and characters up to U+00FF (no control characters or line breaks)';
 }
 
+/** Headers hookpost sets itself; an endpoint may not override them. */
+export const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'user-agent',
+  'connection',
+  'transfer-encoding',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
 /**
- * An endpoint header value: at most 4096 characters that undici will send. `passThrough` lets a
- * route accept a placeholder its store resolves (a masked value sent back by a PATCH).
+ * A header value: at most `max` characters that undici will send. `passThrough` lets a route
+ * accept a placeholder its store resolves (a masked value sent back by a PATCH).
  */
-export function headerValueSchema(passThrough?: (value: string) => boolean) {
+export function headerValueSchema(passThrough?: (value: string) => boolean, max = 4096) {
   return z
     .string()
-    .max(4096)
+    .max(max)
     .superRefine((value, ctx) => {
       if (passThrough?.(value)) return;
       const problem = headerValueProblem(value);

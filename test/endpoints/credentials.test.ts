@@ -107,6 +107,24 @@ describe('endpoint credentials: sealed at rest, masked on reads, dropped on a ne
       legacy_signature: { ...legacy, header: 'Webhook-Signature' },
     });
     assert.match((await reserved.json()).error.message, /^legacy_signature\.header: is set by hookpost/);
+    // The same reserved names as custom headers (undici refuses to send Expect or Keep-Alive at all),
+    // and a masked-looking value only where a masked value keeps a stored secret.
+    for (const [body, message] of [
+      [
+        { legacy_signature: { ...legacy, header: 'Expect' } },
+        /^legacy_signature\.header: is set by hookpost/,
+      ],
+      [
+        { legacy_signature: { ...legacy, header: 'keep-alive' } },
+        /^legacy_signature\.header: is set by hookpost/,
+      ],
+      [{ legacy_signature: { ...legacy, prefix: '••••••sha=' } }, /^legacy_signature\.prefix: /],
+      [{ auth: { ...basic, username: '••••••acme' } }, /^auth\.username: /],
+    ] as const) {
+      const refused = await t.send('POST', '/v1/endpoints', { url: 'https://a.example/', ...body });
+      assert.equal(refused.status, 400, JSON.stringify(body));
+      assert.match((await refused.json()).error.message, message);
+    }
     const colon = await t.send('POST', '/v1/endpoints', {
       url: 'https://a.example/',
       auth: { ...basic, username: 'a:b' },
