@@ -37,18 +37,6 @@ interface Held {
   renewAt: number;
 }
 
-/** Names a client configuration: a changed secret, scope or token URL is another token. */
-function clientHash(client: OAuthClient): string {
-  return createHash('sha256')
-    .update(
-      [client.tokenUrl, client.clientId, client.clientSecret, client.scope ?? '', client.audience ?? ''].join(
-        '\0',
-      ),
-    )
-    .digest('hex')
-    .slice(0, 32);
-}
-
 function tokenHash(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
@@ -77,19 +65,37 @@ function refusal(status: number, body: string, client: OAuthClient): string {
 export class TokenCache {
   private readonly held = new Map<string, Held>();
   private readonly pending = new Map<string, Promise<TokenResult>>();
+  /** clientHash per client: an OAuthClient is built once per endpoint version, so once each. */
+  private readonly hashes = new WeakMap<OAuthClient, string>();
   /** Token requests sent (for tests and the bench). */
   requests = 0;
 
   constructor(
     private readonly sender: Sender,
-    private readonly sql: Sql | undefined,
-    private readonly box: SecretBox | undefined,
+    private readonly sql: Sql,
+    private readonly box: SecretBox,
     private readonly now: () => number = Date.now,
   ) {}
 
+  /**
+   * Names a client configuration: a changed secret, scope or token URL is another token. Keyed
+   * (SecretBox.digest), since it is stored beside the token and covers the client secret.
+   */
+  private clientHash(client: OAuthClient): string {
+    let hash = this.hashes.get(client);
+    if (hash === undefined) {
+      const { tokenUrl, clientId, clientSecret, scope, audience } = client;
+      hash = this.box
+        .digest([tokenUrl, clientId, clientSecret, scope ?? '', audience ?? ''].join('\0'))
+        .slice(0, 32);
+      this.hashes.set(client, hash);
+    }
+    return hash;
+  }
+
   /** A token for the endpoint: held, stored by another process, or fetched (once for all waiting). */
   token(endpointId: string, client: OAuthClient): TokenResult | Promise<TokenResult> {
-    const key = `${endpointId}\0${clientHash(client)}`;
+    const key = `${endpointId}\0${this.clientHash(client)}`;
     const held = this.held.get(key);
     if (held && held.renewAt > this.now()) return { token: held.token };
     return this.once(key, () => this.storedOrFetched(endpointId, client, key));
@@ -97,16 +103,14 @@ export class TokenCache {
 
   /** After a `401` with `refused`: drops it (unless already replaced) and gets a new one. */
   renew(endpointId: string, client: OAuthClient, refused: string): Promise<TokenResult> {
-    const key = `${endpointId}\0${clientHash(client)}`;
+    const key = `${endpointId}\0${this.clientHash(client)}`;
     const held = this.held.get(key);
     if (held && held.token !== refused && held.renewAt > this.now())
       return Promise.resolve({ token: held.token });
     if (held?.token === refused) this.held.delete(key);
     return this.once(key, async () => {
-      if (this.sql) {
-        await this.sql`
-          DELETE FROM endpoint_oauth_tokens WHERE endpoint_id = ${endpointId} AND token_hash = ${tokenHash(refused)}`;
-      }
+      await this.sql`
+        DELETE FROM endpoint_oauth_tokens WHERE endpoint_id = ${endpointId} AND token_hash = ${tokenHash(refused)}`;
       return this.storedOrFetched(endpointId, client, key);
     });
   }
@@ -123,7 +127,7 @@ export class TokenCache {
   }
 
   private async storedOrFetched(endpointId: string, client: OAuthClient, key: string): Promise<TokenResult> {
-    const hash = clientHash(client);
+    const hash = this.clientHash(client);
     const stored = await this.readStored(endpointId, hash);
     if (stored) {
       this.held.set(key, stored);
@@ -138,7 +142,6 @@ export class TokenCache {
   }
 
   private async readStored(endpointId: string, hash: string): Promise<Held | undefined> {
-    if (!this.sql || !this.box) return undefined;
     const [row] = await this.sql<{ access_token: string; renew_at: Date }[]>`
       SELECT access_token, renew_at FROM endpoint_oauth_tokens
       WHERE endpoint_id = ${endpointId} AND client_hash = ${hash} AND renew_at > now()`;
@@ -151,7 +154,6 @@ export class TokenCache {
   }
 
   private async store(endpointId: string, hash: string, held: Held): Promise<void> {
-    if (!this.sql || !this.box) return;
     await this.sql`
       INSERT INTO endpoint_oauth_tokens (endpoint_id, client_hash, access_token, token_hash, renew_at)
       VALUES (${endpointId}, ${hash}, ${this.box.seal(held.token)}, ${tokenHash(held.token)}, ${new Date(held.renewAt)})

@@ -9,7 +9,14 @@
  * - `v2:<key id>:<base64 iv|tag|ciphertext>` — the key id names the key that sealed it, so a
  *   value whose key is gone fails as "key <id> missing" instead of a bare authentication error.
  */
-import { createCipheriv, createDecipheriv, createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  generateKeyPairSync,
+  randomBytes,
+} from 'node:crypto';
 
 export const SECRET_PREFIX = 'whsec_';
 export const PRIVATE_KEY_PREFIX = 'whsk_';
@@ -61,6 +68,11 @@ export interface SecretBox {
   open(stored: string): string;
   /** False when the value should be sealed again under the current key (older key, plain text). */
   isCurrent(stored: string): boolean;
+  /**
+   * A keyed digest naming a value that holds a secret (HMAC-SHA256 under the current key, hex), so
+   * a stored name cannot be used to guess the secret offline; plain SHA-256 when no key is set.
+   */
+  digest(value: string): string;
 }
 
 interface Key {
@@ -126,6 +138,10 @@ export function createSecretBox(secretKey: string | undefined, previousKeys: str
     },
     isCurrent(stored) {
       return current ? stored.startsWith(`v2:${current.id}:`) : stored.startsWith('plain:');
+    },
+    digest(value) {
+      const mac = current ? createHmac('sha256', current.bytes) : createHash('sha256');
+      return mac.update('hookpost digest\0').update(value).digest('hex');
     },
   };
 }

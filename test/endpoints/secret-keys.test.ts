@@ -18,6 +18,18 @@ function legacySeal(key: string, value: string): string {
 }
 
 describe('secret keys: key ids, previous keys, re-encryption', () => {
+  it('digests a value under the key (the stored name of an OAuth client covers its secret)', () => {
+    const value = 'https://bank.example/token\0client\0client-secret\0\0';
+    const box = createSecretBox(NEW_KEY);
+    assert.equal(box.digest(value), createSecretBox(NEW_KEY).digest(value), 'stable for one key');
+    assert.notEqual(box.digest(value), createSecretBox(OLD_KEY).digest(value));
+    assert.notEqual(box.digest(value), box.digest(`${value}x`));
+    // Without the key, nobody who reads the digest can test guesses of the value.
+    const plain = (v: string) => createHash('sha256').update(v).digest('hex');
+    assert.notEqual(box.digest(value), plain(value));
+    assert.notEqual(box.digest(value), plain(`hookpost digest\0${value}`));
+  });
+
   it('stores the key id with each sealed value and opens it with a previous key', () => {
     const old = createSecretBox(OLD_KEY);
     const sealed = old.seal('whsec_abc');
