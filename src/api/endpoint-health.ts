@@ -12,10 +12,17 @@ import { HttpError, notFound } from './errors.js';
 
 /**
  * When a circuit that is not closed releases (or released) its next probe: opened_at plus the
- * cooldown, as the breaker tick computes it. Null while closed.
+ * cooldown, as the breaker tick computes it. Null while closed, and for a disabled endpoint (the
+ * tick probes enabled ones only; a delivery's next_probe_at says the same, queue/read-state.ts).
  */
-function nextProbeAt(health: EndpointHealthRow | undefined): Date | null {
-  if (!health || health.state === 'closed' || !health.opened_at || health.cooldown_seconds === null)
+function nextProbeAt(health: EndpointHealthRow | undefined, enabled: boolean): Date | null {
+  if (
+    !enabled ||
+    !health ||
+    health.state === 'closed' ||
+    !health.opened_at ||
+    health.cooldown_seconds === null
+  )
     return null;
   return new Date(health.opened_at.getTime() + health.cooldown_seconds * 1000);
 }
@@ -78,7 +85,7 @@ export function healthRoutes(deps: { sql: Sql; endpoints: EndpointStore }) {
       consecutive_failures: health?.consecutive_failures ?? 0,
       opened_at: health?.opened_at ?? null,
       cooldown_seconds: health?.cooldown_seconds ?? null,
-      next_probe_at: nextProbeAt(health),
+      next_probe_at: nextProbeAt(health, endpoint.enabled),
       parked_count: parked,
       p50_ms: latency?.p50Ms ?? null,
       p95_ms: latency?.p95Ms ?? null,

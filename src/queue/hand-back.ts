@@ -24,7 +24,8 @@ export async function releaseClaims(
     sql,
     sql`SELECT q.delivery_id, q.lease_token, q.endpoint_id, q.state
         FROM unnest(${claims.map((c) => c.id)}::text[], ${claims.map((c) => c.leaseToken)}::uuid[]) AS u(id, lease_token)
-        JOIN delivery_queue q ON q.delivery_id = u.id AND q.lease_token = u.lease_token`,
+        JOIN delivery_queue q ON q.delivery_id = u.id AND q.lease_token = u.lease_token
+        FOR UPDATE OF q`,
     delayMs,
   );
 }
@@ -48,14 +49,18 @@ export async function releaseStrandedClaims(
     sql,
     sql`SELECT q.delivery_id, q.lease_token, q.endpoint_id, q.state FROM delivery_queue q
         WHERE q.lease_expires_at IS NOT NULL AND q.lease_token = ANY(${leaseTokens}::uuid[])
-          AND q.delivery_id <> ALL(${heldDeliveryIds}::text[])`,
+          AND q.delivery_id <> ALL(${heldDeliveryIds}::text[])
+        FOR UPDATE OF q`,
   );
 }
 
 /**
  * releaseClaims' transition for the leased rows `claimed` selects (delivery_id, lease_token,
- * endpoint_id, state). A `cancelling` row (its message expunged) leaves the queue. A returned row
- * is due `delayMs` from now (0: at once).
+ * endpoint_id, state) and locks. A `cancelling` row (its message expunged) leaves the queue. A
+ * returned row is due `delayMs` from now (0: at once). The lock is what makes the state read
+ * current: without it, a row an expunge marked `cancelling` after this statement's snapshot was
+ * judged 'wait', then neither dropped nor (no longer `leased`) returned, and sat until its lease
+ * ran out.
  */
 async function handBack(sql: Executor, claimed: Fragment, delayMs = 0): Promise<number> {
   const at = delayMs > 0 ? sql`now() + make_interval(secs => ${delayMs / 1000})` : sql`now()`;

@@ -18,9 +18,8 @@ import {
   enqueueMany,
   noBackoff,
   type TestDatabase,
+  waitFor,
 } from '../helpers.js';
-
-type Claim = Awaited<ReturnType<typeof claimDue>>[number];
 
 describe('queue states: parked, cancelled, never due but unclaimable', () => {
   let db: TestDatabase;
@@ -110,6 +109,48 @@ describe('queue states: parked, cancelled, never due but unclaimable', () => {
     assert.deepEqual(statuses, ['cancelled', 'cancelled', 'cancelled', 'cancelled', 'delivered']);
     const [left] = await db.sql`SELECT count(*)::int AS n FROM delivery_queue WHERE endpoint_id = ${ep}`;
     assert.equal(left!.n, 0, 'no queue row is left behind');
+  });
+
+  it('a claim handed back while its message is being expunged leaves the queue at once, cancelled', async () => {
+    const ep = await endpointWith(1);
+    const [a] = await claimAll(ep);
+    // The expunge's mark, not yet committed when the hand-back starts.
+    let commit = () => {};
+    const committed = new Promise<void>((resolve) => {
+      commit = resolve;
+    });
+    let marked = () => {};
+    const isMarked = new Promise<void>((resolve) => {
+      marked = resolve;
+    });
+    const expunge = db.sql.begin(async (tx) => {
+      await tx`UPDATE delivery_queue SET state = 'cancelling' WHERE delivery_id = ${a!.id}`;
+      marked();
+      await committed;
+    });
+    await isMarked;
+    const handedBack = releaseClaims(db.sql, [a!]);
+    await waitFor('the hand-back waiting on the mark', async () => {
+      const [w] = await db.sql`
+        SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+      return w!.n > 0;
+    });
+    commit();
+    await expunge;
+    assert.equal(await handedBack, 1);
+    assert.deepEqual([...(await rows(ep))], [{ status: 'cancelled', parked: null, leased: false }]);
+  });
+
+  it('names no next probe for a disabled endpoint (the breaker probes enabled ones only)', async () => {
+    const ep = await endpointWith(1);
+    await db.sql`UPDATE endpoint_health SET state = 'open', opened_at = now(), cooldown_seconds = 60
+                 WHERE endpoint_id = ${ep}`;
+    const probeOf = async () =>
+      (await (await t.send('GET', `/v1/endpoints/${ep}/health`)).json()).next_probe_at;
+    assert.notEqual(await probeOf(), null);
+    assert.equal((await patch(ep, { enabled: false })).status, 200);
+    assert.equal(await probeOf(), null);
   });
 
   it('an open circuit parks retries and new deliveries; closing releases them', async () => {
