@@ -20,6 +20,22 @@ export function newId(prefix: string, now = Date.now()): string {
 }
 
 /**
+ * How far a row's id time can be from its created_at: a message id is made by the API host's
+ * clock before the enqueue transaction starts, created_at by the database's at its start, and a
+ * delivery id by either; ten minutes leaves room for a long enqueue transaction and clock skew.
+ */
+export const ID_TIME_SLACK_MS = 600_000;
+
+/**
+ * The lowest id with `prefix` made at or after `ms` (clamped to what 12 hex digits hold): every
+ * id >= it was made at or after that millisecond, so a time bound is also an index bound on ids.
+ */
+export function idAt(prefix: string, ms: number): string {
+  const clamped = Math.min(16 ** 12 - 1, Math.max(0, Math.floor(ms)));
+  return prefix + clamped.toString(16).padStart(12, '0');
+}
+
+/**
  * The creation time encoded in an id from newId() or hookpost_id(), in Unix milliseconds;
  * NaN when the id does not have that shape.
  */

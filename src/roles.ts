@@ -11,10 +11,15 @@ import { describeListenError, ListenError, serveApp } from './api/serve.js';
 import { printBanner } from './banner.js';
 import type { Config } from './config.js';
 import { connect, isDatabaseUnavailable } from './db/connect.js';
-import { DatabaseError, type DatabaseHandle, openDatabase, verifyConnection } from './db/database.js';
+import {
+  DatabaseError,
+  type DatabaseHandle,
+  describeDatabaseFailure,
+  openDatabase,
+  verifyConnection,
+} from './db/database.js';
 import { migrate, readMigrations } from './db/migrate.js';
 import { DatabaseOutages } from './db/outage.js';
-import { describeDatabaseUrl } from './db/url.js';
 import { ensureMessageIndexes } from './deliveries/message-indexes.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { closeDispatcherPools, openDispatcherPools } from './dispatch/pools.js';
@@ -75,11 +80,10 @@ async function closeAll(closers: Closer[], log: Logger): Promise<boolean> {
  */
 function startupError(error: unknown, database: DatabaseHandle | undefined): unknown {
   if (!database || error instanceof DatabaseError || !isDatabaseUnavailable(error)) return error;
-  const where = database.embedded ? 'the embedded PostgreSQL' : 'the database in DATABASE_URL';
-  const { message } = errorFields(error);
-  const readOnly = (error as { code?: string }).code === '25006' || /read-only/.test(message);
+  const { where, reason } = describeDatabaseFailure(database, error);
+  const readOnly = (error as { code?: string }).code === '25006' || /read-only/.test(reason);
   return new DatabaseError(
-    `cannot start: ${where} (${describeDatabaseUrl(database.url)}) became unavailable: ${message}` +
+    `cannot start: ${where} became unavailable: ${reason}` +
       (readOnly
         ? ' (a standby or a read-only server: point DATABASE_URL at the primary, or list every ' +
           'host, host1:port1,host2:port2, so that hookpost finds the writable one)'

@@ -57,22 +57,26 @@ interface ItemInBody {
   batch: boolean;
 }
 
-/** Validates one item and cuts its payload out of the request text, byte for byte. */
-export function toItem(
-  caller: Caller,
-  { text, asciiBytes }: Pick<JsonBody, 'text' | 'asciiBytes'>,
-  { value, span, maxPayloadBytes, idempotencyKey, path, batch }: ItemInBody,
-): ParsedItem {
-  const item = validate(batch ? batchItemSchema : itemSchema, value, path);
-  const tenantId = tenantForWrite(caller, item.tenant_id) ?? null;
-  const payloadSpan = objectMemberSpans(text, span.start).get('payload')!;
+/**
+ * The `payload` member of the JSON object at `objectStart` in `text`, cut out byte for byte (a
+ * view of `asciiBytes` when the body is ASCII, where offsets agree): 400 when nested deeper than
+ * MAX_PAYLOAD_DEPTH, 413 when over `maxPayloadBytes`. `path` names the object in messages.
+ */
+export function payloadBytes(
+  text: string,
+  objectStart: number,
+  path: (string | number)[],
+  maxPayloadBytes: number,
+  asciiBytes?: Buffer | undefined,
+  details?: unknown,
+): Buffer {
+  const payloadSpan = objectMemberSpans(text, objectStart).get('payload')!;
   if (payloadSpan.depth > MAX_PAYLOAD_DEPTH) {
     // Deeper JSON cannot be rendered back (JSON.stringify recurses) and no receiver needs it.
     const field = [...path, 'payload'].join('.');
     const message = `is nested ${payloadSpan.depth} levels deep; at most ${MAX_PAYLOAD_DEPTH} are accepted`;
     throw new HttpError(400, 'validation_failed', `${field}: ${message}`, [{ field, message }]);
   }
-  // A view of the body's bytes when they are ASCII (offsets agree); else the span re-encoded.
   const payload = asciiBytes
     ? asciiBytes.subarray(payloadSpan.start, payloadSpan.end)
     : Buffer.from(text.slice(payloadSpan.start, payloadSpan.end), 'utf8');
@@ -81,9 +85,28 @@ export function toItem(
       413,
       'payload_too_large',
       `${[...path, 'payload'].join('.')}: ${payload.length} bytes is over the ${maxPayloadBytes}-byte limit`,
-      batch ? { index: path[1] } : undefined,
+      details,
     );
   }
+  return payload;
+}
+
+/** Validates one item and cuts its payload out of the request text, byte for byte. */
+export function toItem(
+  caller: Caller,
+  { text, asciiBytes }: Pick<JsonBody, 'text' | 'asciiBytes'>,
+  { value, span, maxPayloadBytes, idempotencyKey, path, batch }: ItemInBody,
+): ParsedItem {
+  const item = validate(batch ? batchItemSchema : itemSchema, value, path);
+  const tenantId = tenantForWrite(caller, item.tenant_id) ?? null;
+  const payload = payloadBytes(
+    text,
+    span.start,
+    path,
+    maxPayloadBytes,
+    asciiBytes,
+    batch ? { index: path[1] } : undefined,
+  );
   return {
     item: {
       tenantId,

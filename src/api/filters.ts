@@ -6,15 +6,15 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Sql } from '../db/connect.js';
+import { passesFilter } from '../deliveries/fan-out.js';
 import { type CompiledFilter, compileFilter } from '../filters/jsonpath.js';
 import { filterableText } from '../filters/payload-text.js';
 import { FilterError, MAX_FILTER_BYTES, MAX_FILTER_DEPTH } from '../filters/syntax.js';
-import { objectMemberSpans } from '../util/raw-json.js';
 import type { ApiEnv } from './auth.js';
 import { readJsonBody, validate } from './body.js';
+import { ENVELOPE_BYTES, payloadBytes } from './enqueue-items.js';
 import { HttpError } from './errors.js';
 import { documentRoute } from './openapi/registry.js';
-import { MAX_PAYLOAD_DEPTH } from './validation.js';
 
 const FILTER_DESCRIPTION =
   'A content filter (docs/filters.md): the endpoint receives only events whose payload matches. ' +
@@ -83,27 +83,16 @@ export interface FilterRoutesDeps {
 export function filterRoutes(deps: FilterRoutesDeps) {
   const app = new Hono<ApiEnv>();
   app.post('/test', async (c) => {
-    const body = await readJsonBody(c, deps.maxPayloadBytes + 64 * 1024);
+    const body = await readJsonBody(c, deps.maxPayloadBytes + ENVELOPE_BYTES);
     const { filter } = validate(testSchema, body.value);
     const compiled = filterFromRequest(filter ?? {});
     // The payload's own text, so numbers compare as written, exactly as at enqueue.
-    const span = objectMemberSpans(body.text).get('payload')!;
-    if (span.depth > MAX_PAYLOAD_DEPTH) {
-      throw new HttpError(
-        400,
-        'validation_failed',
-        `payload: is nested deeper than ${MAX_PAYLOAD_DEPTH} levels`,
-      );
-    }
-    const text = body.text.slice(span.start, span.end);
-    if (Buffer.byteLength(text) > deps.maxPayloadBytes) {
-      throw new HttpError(413, 'payload_too_large', `payload: over the ${deps.maxPayloadBytes}-byte limit`);
-    }
+    const text = payloadBytes(body.text, 0, [], deps.maxPayloadBytes, body.asciiBytes).toString('utf8');
     if (!compiled?.path) return c.json({ matches: true });
     // ::text first: a parameter typed jsonb would be JSON-encoded again by postgres.js.
+    const doc = deps.sql`${filterableText(text) ?? text}::text::jsonb`;
     const [row] = await deps.sql<{ matches: boolean }[]>`
-      SELECT coalesce(jsonb_path_match(${filterableText(text) ?? text}::text::jsonb, ${compiled.path}::jsonpath,
-                                       silent => true), false) AS matches`;
+      SELECT ${passesFilter(deps.sql, doc, deps.sql`${compiled.path}::jsonpath`)} AS matches`;
     return c.json({ matches: row!.matches });
   });
   return app;

@@ -70,6 +70,24 @@ export async function openDatabase(
 }
 
 /**
+ * Where a database error happened and what it said, for a one-line message: the variable and
+ * the target (never the password, even where the driver's message quotes it).
+ */
+export function describeDatabaseFailure(
+  database: DatabaseHandle,
+  error: unknown,
+): { where: string; reason: string } {
+  const e = error as { code?: string; message?: string };
+  let reason = e.message || e.code || String(error);
+  const password = parseDatabaseUrl(database.url)?.password ?? '';
+  if (password) reason = reason.split(password).join('***');
+  const where = database.embedded
+    ? `the embedded PostgreSQL (${describeDatabaseUrl(database.url)})`
+    : `the database in DATABASE_URL (${describeDatabaseUrl(database.url)})`;
+  return { where, reason };
+}
+
+/**
  * Checks that the database answers before anything else uses it. postgres.js only says
  * "connect ECONNREFUSED 127.0.0.1:1"; this names the variable and the target, never the password.
  */
@@ -77,13 +95,7 @@ export async function verifyConnection(sql: Sql, database: DatabaseHandle): Prom
   try {
     await sql`select 1`;
   } catch (error) {
-    const e = error as { code?: string; message?: string };
-    let reason = e.message || e.code || String(error);
-    const password = parseDatabaseUrl(database.url)?.password ?? '';
-    if (password) reason = reason.split(password).join('***');
-    const where = database.embedded
-      ? `the embedded PostgreSQL (${describeDatabaseUrl(database.url)})`
-      : `the database in DATABASE_URL (${describeDatabaseUrl(database.url)})`;
+    const { where, reason } = describeDatabaseFailure(database, error);
     throw new DatabaseError(`cannot connect to ${where}: ${reason}`);
   }
 }

@@ -5,6 +5,7 @@
  */
 import type { Sql } from '../db/connect.js';
 import { isUnrestricted, type TenantScope, tenantIs } from '../tenants/scope.js';
+import { shownUrl } from '../util/url.js';
 import {
   classifyDeadLetters,
   DEFAULT_PATTERN_THRESHOLDS,
@@ -48,17 +49,6 @@ export interface EndpointDeadLetters {
 interface AggregateRow extends Omit<EndpointDeadLetters, 'pattern' | 'advice' | 'endpoint_url'> {
   url: string | null;
   peak_in_window: number;
-}
-
-/** `url` without its query, fragment or user info (see EndpointDeadLetters.endpoint_url). */
-export function displayUrl(url: string | null): string | null {
-  if (url === null) return null;
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -124,7 +114,7 @@ export async function analyzeDeadLetters(
     );
     return {
       endpoint_id: row.endpoint_id,
-      endpoint_url: displayUrl(row.url),
+      endpoint_url: row.url === null ? null : (shownUrl(row.url) ?? null),
       endpoint_description: row.endpoint_description || null,
       dead_count: row.dead_count,
       primary_error: row.primary_error,

@@ -18,13 +18,14 @@ export function subscribedEndpoint(sql: Executor, tenantId: Fragment, eventType:
 }
 
 /**
- * Whether endpoint `e`'s content filter lets through the message whose payload is `doc` (jsonb):
- * true without a filter; otherwise the filter's compiled SQL/JSON path (filters/jsonpath.ts),
- * where an unknown result (none arises from a compiled filter) counts as no match. Why the filter
- * is decided here, in the statement: docs/architecture.md ("Filters").
+ * Whether endpoint `e`'s content filter (or the compiled `path` given) lets through the message
+ * whose payload is `doc` (jsonb): true without a filter; otherwise the filter's compiled SQL/JSON
+ * path (filters/jsonpath.ts), where an unknown result (none arises from a compiled filter) counts
+ * as no match. Why the filter is decided here, in the statement: docs/architecture.md ("Filters").
+ * POST /v1/filters/test asks the same predicate with its own path.
  */
-export function passesFilter(sql: Executor, doc: Fragment): Fragment {
-  return sql`(e.filter_path IS NULL OR coalesce(jsonb_path_match(${doc}, e.filter_path, silent => true), false))`;
+export function passesFilter(sql: Executor, doc: Fragment, path: Fragment = sql`e.filter_path`): Fragment {
+  return sql`(${path} IS NULL OR coalesce(jsonb_path_match(${doc}, ${path}, silent => true), false))`;
 }
 
 /**

@@ -6,6 +6,7 @@
  * whatever the size of the table or of the tenant's history before `since`.
  */
 import type { Sql } from '../db/connect.js';
+import { idAt } from '../ids.js';
 import { type TenantScope, tenantIs } from '../tenants/scope.js';
 
 /**
@@ -37,15 +38,12 @@ export interface MessageLogFilter {
   limit: number;
 }
 
-const MAX_ID_MS = 16 ** 12 - 1;
-
 /**
  * The smallest message id accepted at or after `iso` (ids are `msg_` + 12 hex digits of Unix
  * milliseconds + random): every id >= it was accepted at or after that millisecond.
  */
 export function messageIdAt(iso: string): string {
-  const ms = Math.min(MAX_ID_MS, Math.max(0, Math.floor(Date.parse(iso))));
-  return `msg_${ms.toString(16).padStart(12, '0')}`;
+  return idAt('msg_', Date.parse(iso));
 }
 
 /**

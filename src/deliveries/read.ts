@@ -1,5 +1,6 @@
 /** Reading deliveries for the API: one with its attempts, or a keyset-paginated list. */
 import type { Sql } from '../db/connect.js';
+import { ID_TIME_SLACK_MS, idAt } from '../ids.js';
 import {
   orderingHeadColumn,
   queueColumns,
@@ -124,23 +125,6 @@ function statusFilter(sql: Sql, status: DeliveryStatus | undefined) {
     return sql`AND d.status = ${status} AND q.lease_expires_at IS NULL`;
   }
   return sql`AND d.status = ${status}`;
-}
-
-/**
- * How far a row's id time can be from its created_at: the message id is made by the API host's
- * clock before the enqueue transaction starts, created_at by the database's at its start, and a
- * delivery id by either. Ten minutes, as resend.ts allows a long enqueue transaction.
- */
-const ID_TIME_SLACK_MS = 600_000;
-
-/** The lowest id with `prefix` made at or after `ms` (ids carry their creation time: src/ids.ts). */
-function idAt(prefix: string, ms: number): string {
-  return (
-    prefix +
-    Math.min(16 ** 12 - 1, Math.max(0, Math.floor(ms)))
-      .toString(16)
-      .padStart(12, '0')
-  );
 }
 
 /**

@@ -8,6 +8,7 @@
  * batches, one short transaction each, like runReplay() (deliveries/bulk-replay.ts).
  */
 import type { Executor, Sql } from '../db/connect.js';
+import { ID_TIME_SLACK_MS, idAt } from '../ids.js';
 import { shownStatus } from '../queue/read-state.js';
 import type { Actor } from '../tenants/audit.js';
 import { type TenantScope, tenantIs } from '../tenants/scope.js';
@@ -47,12 +48,6 @@ export interface ResendProgress {
   skipped: number;
 }
 
-/** The lowest delivery id created at or after `ms` (delivery ids carry their creation time). */
-function deliveryIdAt(ms: number): string {
-  const clamped = Math.min(16 ** 12 - 1, Math.max(0, Math.floor(ms)));
-  return `dlv_${clamped.toString(16).padStart(12, '0')}`;
-}
-
 /** `order.*` → a LIKE pattern `order.%` (LIKE's own wildcards escaped). */
 function prefixPattern(entry: string): string {
   return `${entry.slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -62,7 +57,7 @@ function prefixPattern(entry: string): string {
  * The matched set. Delivery ids come from the database clock a moment after the row's
  * created_at (same transaction), so `since` is also a lower bound on the id and the scan of the
  * endpoint index (endpoint_id, id) starts there rather than at the endpoint's first delivery;
- * `until` bounds the id with ten minutes to spare for a long enqueue transaction.
+ * `until` bounds the id with ID_TIME_SLACK_MS to spare for a long enqueue transaction.
  */
 function matches(sql: Executor, filter: ResendFilter) {
   const exact = filter.eventTypes?.filter((t) => !t.endsWith('.*')) ?? [];
@@ -70,11 +65,11 @@ function matches(sql: Executor, filter: ResendFilter) {
   const untilMs = filter.until === undefined ? undefined : Date.parse(filter.until);
   return sql`
     d.endpoint_id = ${filter.endpointId} AND ${tenantIs(sql, filter, 'e.tenant_id')}
-    AND d.id >= ${deliveryIdAt(Date.parse(filter.since))} AND d.created_at >= ${filter.since}::text::timestamptz
+    AND d.id >= ${idAt('dlv_', Date.parse(filter.since))} AND d.created_at >= ${filter.since}::text::timestamptz
     ${
       untilMs === undefined
         ? sql``
-        : sql`AND d.id < ${deliveryIdAt(untilMs + 600_000)} AND d.created_at < ${filter.until!}::text::timestamptz`
+        : sql`AND d.id < ${idAt('dlv_', untilMs + ID_TIME_SLACK_MS)} AND d.created_at < ${filter.until!}::text::timestamptz`
     }
     ${
       filter.eventTypes === undefined

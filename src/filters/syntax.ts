@@ -35,35 +35,6 @@ export type Condition =
   | { kind: 'not'; condition: Condition }
   | { kind: 'field'; key: string; condition: Condition };
 
-export type Operator =
-  | '$eq'
-  | '$neq'
-  | '$gt'
-  | '$gte'
-  | '$lt'
-  | '$lte'
-  | '$in'
-  | '$nin'
-  | '$exist'
-  | '$or'
-  | '$and'
-  | '$not';
-
-export const OPERATORS: readonly Operator[] = [
-  '$eq',
-  '$neq',
-  '$gt',
-  '$gte',
-  '$lt',
-  '$lte',
-  '$in',
-  '$nin',
-  '$exist',
-  '$or',
-  '$and',
-  '$not',
-];
-
 /** Why a filter is refused: the operator concerned (null when none is) and where, as a JSON pointer. */
 export class FilterError extends Error {
   constructor(

@@ -71,7 +71,7 @@ export interface ClaimOptions {
   /**
    * The lease token every row of this claim gets (default: a fresh one). Chosen by the caller so
    * that a claim whose answer was lost (the connection died after the commit) can still be
-   * handed back by its token (releaseUnansweredClaims) instead of waiting out its lease.
+   * handed back by its token (releaseStrandedClaims) instead of waiting out its lease.
    */
   leaseToken?: string;
 }

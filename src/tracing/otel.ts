@@ -26,6 +26,7 @@ import {
   resourceFromAttributes,
 } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { shownUrl } from '../util/url.js';
 import { VERSION } from '../version.js';
 import type {
   AttemptEnd,
@@ -66,16 +67,6 @@ function failed(span: Span, error: unknown): void {
   const errorClass = typeof name === 'string' ? name : typeof error;
   span.setAttribute('error.type', errorClass);
   span.setStatus({ code: SpanStatusCode.ERROR, message: errorClass });
-}
-
-/** A URL without its query string and fragment (they can hold credentials) or user info. */
-export function urlWithoutQuery(raw: string): string {
-  try {
-    const url = new URL(raw);
-    return `${url.origin}${url.pathname}`;
-  } catch {
-    return '';
-  }
 }
 
 class OtelAttemptSpan implements AttemptSpan {
@@ -163,7 +154,7 @@ class OtelTracing implements Tracing {
           'hookpost.tenant_id': info.tenantId,
           'hookpost.attempt': info.attempt,
           'http.request.method': 'POST',
-          'url.full': urlWithoutQuery(info.url),
+          'url.full': shownUrl(info.url) ?? '',
         },
       },
       parentContext(info.parent),

@@ -2,7 +2,7 @@
  * Endpoints with their health (circuit, failure streak, latency percentiles, disabled reason),
  * creating one, and one endpoint's page: its settings and editor, health, test event, secret
  * rotation, resend, delete and 24 h latency chart. The admin page and the portal share all of it
- * (views-portal.js only words it for a partner).
+ * (the portal passes its own title and hides the tenant filter through ctx.singleTenant).
  */
 import { field, h, replace, section, table } from './dom.js';
 import { deleteSection, secretSection, testSection, toggleButton } from './endpoint-actions.js';
@@ -16,7 +16,7 @@ import { circuitBlock, probeText } from './waiting.js';
 const enc = encodeURIComponent;
 
 /** Fetches every endpoint (following cursors, up to `max`) with its health; `tenantId` filters. */
-export async function endpointsWithHealth(api, max = 500, tenantId = undefined) {
+async function endpointsWithHealth(api, max = 500, tenantId = undefined) {
   const endpoints = [];
   let cursor;
   do {
@@ -41,7 +41,7 @@ function enabledCell(e) {
   );
 }
 
-export function endpointColumns(ctx, rerender, withTenant) {
+function endpointColumns(ctx, rerender, withTenant) {
   return [
     { label: 'Endpoint', value: (e) => h('a', { href: `#/endpoints/${enc(e.id)}` }, e.id), class: 'id' },
     ...(withTenant ? [{ label: 'Tenant', value: (e) => e.tenant_id ?? '–' }] : []),
@@ -166,16 +166,16 @@ const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * One endpoint: its settings, health and latency chart, test event, editor, secret rotation,
- * "resend since…" and delete. `extras(e, rerender)` adds sections before the delete.
+ * "resend since…" and delete.
  */
-export async function endpointView(ctx, view, id, extras = undefined) {
+export async function endpointView(ctx, view, id) {
   const [e, health, types] = await Promise.all([
     ctx.api.get(`/v1/endpoints/${enc(id)}`),
     ctx.api.get(`/v1/endpoints/${enc(id)}/health`),
     catalog(ctx.api),
   ]);
   const chart = h('div', { class: 'chart', role: 'img', 'aria-label': `Latency of ${id} over 24 hours` });
-  const rerender = () => (view.isConnected ? endpointView(ctx, view, id, extras) : undefined);
+  const rerender = () => (view.isConnected ? endpointView(ctx, view, id) : undefined);
   // After Retry now: the page as it now is, and the report in its Health section.
   const afterRetry = async () => {
     await rerender();
@@ -236,7 +236,6 @@ export async function endpointView(ctx, view, id, extras = undefined) {
     section('Edit', editor),
     secretSection(ctx, e),
     resendSection(ctx, e.id),
-    extras ? extras(e, rerender) : null,
     deleteSection(ctx, e, '#/endpoints'),
   );
   latencyChart(chart, await ctx.api.get(`/v1/endpoints/${enc(id)}/latency`, { hours: 24 }));
